@@ -1,0 +1,78 @@
+//! The one error type of the crate.
+
+/// Everything that can go wrong in relayout, from parsing a layout to running a kernel.
+///
+/// Every user-facing failure has its own variant with a message that says what was wrong; no
+/// user input makes the crate panic.
+///
+/// ```
+/// use relayout::{Error, Layout};
+///
+/// let err = Layout::parse("cute:(2,4:(1,2)").unwrap_err();
+/// assert!(matches!(err, Error::Parse { .. }));
+/// assert!(err.to_string().contains("column"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// Layout text that does not follow its notation. `column` is 1-based and counts characters.
+    #[error("{notation} parse error at column {column}: {message}")]
+    Parse {
+        /// The notation being parsed (`cute`, `xla`, `tvm`, `morello`, or `layout` for the prefix).
+        notation: &'static str,
+        /// 1-based character column of the problem in the text given to the parser.
+        column: usize,
+        /// What was expected or what was wrong.
+        message: String,
+    },
+    /// A layout that parses but cannot exist (a Packed that does not divide, a dim never covered…).
+    #[error("invalid layout: {0}")]
+    InvalidLayout(String),
+    /// A well-formed request that relayout does not handle (yet), e.g. TVM axis separators.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// A layout whose offsets or buffer size do not fit the integer types used to address memory.
+    #[error("overflow: {0}")]
+    Overflow(String),
+    /// A coordinate outside the logical shape, or of the wrong rank.
+    #[error("coordinate {coord:?} is outside the logical shape {shape:?}")]
+    Coordinate {
+        /// The coordinate given.
+        coord: Vec<usize>,
+        /// The logical shape of the layout.
+        shape: Vec<usize>,
+    },
+    /// Source and destination describe tensors of different logical shapes.
+    #[error("shape mismatch: source shape {src:?}, destination shape {dst:?}")]
+    ShapeMismatch {
+        /// Logical shape of the source layout.
+        src: Vec<usize>,
+        /// Logical shape of the destination layout.
+        dst: Vec<usize>,
+    },
+    /// A destination layout that maps two logical coordinates to one slot.
+    #[error("destination layout is not injective: {0}")]
+    NotInjective(String),
+    /// A buffer shorter than the layout it is used with.
+    #[error("{which} buffer too short: the layout needs {needed} elements, the slice has {got}")]
+    BufferTooShort {
+        /// `source` or `destination`.
+        which: &'static str,
+        /// Elements the layout needs (its cosize).
+        needed: usize,
+        /// Elements the slice holds.
+        got: usize,
+    },
+    /// A kernel used with elements of another size than it was compiled for, or a conflicting
+    /// element type.
+    #[error("element type mismatch: {0}")]
+    ElementType(String),
+    /// Source and destination buffers overlap.
+    #[error("source and destination buffers overlap")]
+    Overlap,
+    /// Cranelift rejected the generated code. This is a bug in relayout; please report it.
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,213 @@
+//! Structural facts about a layout: which dims are plain mixed-radix numbers, the exact range of
+//! offsets, and injectivity.
+
+use super::{Coords, Layout};
+
+/// Layouts up to this many elements are checked element by element when the structure does not
+/// settle a question.
+const EXHAUSTIVE_LIMIT: usize = 1 << 26;
+
+/// The indices of dim `d`'s digits from least to most significant, if they form a plain mixed-radix
+/// number of the coordinate: no fused sources or shifts, the first divisor 1, each next divisor
+/// the previous one times its radix, and the top digit reaching the extent (or beyond: padding).
+/// Digits whose divisor is at least the extent are always 0 and are left out.
+pub(super) fn dim_chain(layout: &Layout, d: usize) -> Option<Vec<usize>> {
+    let n = layout.shape[d];
+    let mut chain = Vec::new();
+    for (i, digit) in layout.digits.iter().enumerate() {
+        if !digit.source.dims().contains(&d) {
+            continue;
+        }
+        if digit.dim() != Some(d) || digit.shift != 0 {
+            return None;
+        }
+        if digit.div < n {
+            chain.push(i);
+        }
+    }
+    chain.sort_by_key(|&i| layout.digits[i].div);
+    let mut expected = 1usize;
+    let mut covered = n == 1;
+    for &i in &chain {
+        let digit = &layout.digits[i];
+        if covered || digit.div != expected {
+            return None;
+        }
+        match digit.ext {
+            Some(e) => {
+                expected = expected.checked_mul(e)?;
+                covered = expected >= n;
+            }
+            None => covered = true,
+        }
+    }
+    covered.then_some(chain)
+}
+
+/// The exact smallest and largest offset (base included) over all coordinates, or a safe
+/// over-estimate for large irregular layouts.
+pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
+    let mut lo = layout.base as i128;
+    let mut hi = lo;
+    for group in dim_groups(layout) {
+        let digits: Vec<usize> = (0..layout.digits.len())
+            .filter(|&i| {
+                layout.digits[i]
+                    .source
+                    .dims()
+                    .iter()
+                    .any(|d| group.contains(d))
+            })
+            .collect();
+        let (a, b) = match (group.as_slice(), chain_of(layout, &group)) {
+            ([d], Some(chain)) => chain_span(layout, *d, &chain),
+            _ => enumerated_span(layout, &group, &digits)
+                .unwrap_or_else(|| interval_span(layout, &digits)),
+        };
+        lo += a;
+        hi += b;
+    }
+    (lo, hi)
+}
+
+/// Whether no two coordinates share an offset; see [`Layout::is_injective`].
+pub(super) fn is_injective(layout: &Layout) -> bool {
+    if layout.is_separable() && separable_injective(layout) {
+        return true;
+    }
+    exhaustive_injective(layout).unwrap_or(false)
+}
+
+/// Sets of dims that fused digits tie together (each dim alone when nothing ties it).
+fn dim_groups(layout: &Layout) -> Vec<Vec<usize>> {
+    let mut group_of: Vec<usize> = (0..layout.rank()).collect();
+    for digit in &layout.digits {
+        let dims = digit.source.dims();
+        if let Some(&first) = dims.first() {
+            let target = group_of[first];
+            for d in dims {
+                let old = group_of[d];
+                for g in group_of.iter_mut().filter(|g| **g == old) {
+                    *g = target;
+                }
+            }
+        }
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for d in 0..layout.rank() {
+        match groups.iter_mut().find(|g| group_of[g[0]] == group_of[d]) {
+            Some(g) => g.push(d),
+            None => groups.push(vec![d]),
+        }
+    }
+    groups
+}
+
+fn chain_of(layout: &Layout, group: &[usize]) -> Option<Vec<usize>> {
+    match group {
+        [d] => dim_chain(layout, *d),
+        _ => None,
+    }
+}
+
+/// Exact span of one mixed-radix dim: the largest (smallest) sum is either the last coordinate
+/// itself or agrees with it above some digit, is smaller at that digit, and free below.
+fn chain_span(layout: &Layout, d: usize, chain: &[usize]) -> (i128, i128) {
+    let last = layout.shape[d] as i128 - 1;
+    let digits: Vec<(i128, i128, i128)> = chain
+        .iter()
+        .map(|&i| {
+            let digit = &layout.digits[i];
+            let v = last / digit.div as i128;
+            let v = digit.ext.map_or(v, |e| v % e as i128);
+            let radix = digit.ext.map_or(v + 1, |e| e as i128);
+            (digit.stride as i128, v, radix)
+        })
+        .collect();
+    let at_last: i128 = digits.iter().map(|(s, v, _)| s * v).sum();
+    let (mut lo, mut hi) = (at_last, at_last);
+    for k in 0..digits.len() {
+        let (s, v, _) = digits[k];
+        if v == 0 {
+            continue;
+        }
+        let above: i128 = digits[k + 1..].iter().map(|(s, v, _)| s * v).sum();
+        let here = [0, s * (v - 1)];
+        let below = digits[..k].iter().map(|&(s, _, r)| [0, s * (r - 1)]);
+        let (blo, bhi) = below.fold((0, 0), |(a, b), t| (a + t[0].min(t[1]), b + t[0].max(t[1])));
+        lo = lo.min(above + here[0].min(here[1]) + blo);
+        hi = hi.max(above + here[0].max(here[1]) + bhi);
+    }
+    (lo, hi)
+}
+
+/// Span of a group of dims by visiting its coordinates, if there are few enough.
+fn enumerated_span(layout: &Layout, group: &[usize], digits: &[usize]) -> Option<(i128, i128)> {
+    let extents: Vec<usize> = group.iter().map(|&d| layout.shape[d]).collect();
+    let count = extents
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))?;
+    if count > EXHAUSTIVE_LIMIT / 64 {
+        return None;
+    }
+    let mut coord = vec![0usize; layout.rank()];
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    for sub in Coords::new(&extents) {
+        for (&d, &x) in group.iter().zip(&sub) {
+            coord[d] = x;
+        }
+        let sum: i128 = digits.iter().map(|&i| layout.digits[i].eval(&coord)).sum();
+        lo = lo.min(sum);
+        hi = hi.max(sum);
+    }
+    Some((lo, hi))
+}
+
+/// Span as the sum of every digit's own range: exact when the digits vary independently, an
+/// over-estimate otherwise.
+fn interval_span(layout: &Layout, digits: &[usize]) -> (i128, i128) {
+    digits.iter().fold((0, 0), |(lo, hi), &i| {
+        let digit = &layout.digits[i];
+        let (a, b) = digit.value_range(&layout.shape);
+        let (a, b) = (digit.stride as i128 * a, digit.stride as i128 * b);
+        (lo + a.min(b), hi + a.max(b))
+    })
+}
+
+/// Sufficient condition for a separable layout: sorted by |stride|, each digit's stride is
+/// larger than everything the smaller digits can add up to.
+fn separable_injective(layout: &Layout) -> bool {
+    let mut terms: Vec<(i128, i128)> = layout
+        .digits
+        .iter()
+        .map(|d| ((d.stride as i128).abs(), d.count(&layout.shape)))
+        .filter(|&(_, count)| count > 1)
+        .collect();
+    terms.sort_unstable();
+    let mut reach: i128 = 0;
+    for (stride, count) in terms {
+        if stride <= reach {
+            return false;
+        }
+        reach += stride * (count - 1);
+    }
+    true
+}
+
+/// Element-by-element injectivity check with a bitmap, for layouts small enough.
+fn exhaustive_injective(layout: &Layout) -> Option<bool> {
+    let span = (layout.max_offset as i128 - layout.min_offset as i128 + 1) as usize;
+    if layout.size() > EXHAUSTIVE_LIMIT || span > EXHAUSTIVE_LIMIT * 64 {
+        return None;
+    }
+    let mut seen = vec![0u64; span.div_ceil(64)];
+    for c in Coords::new(&layout.shape) {
+        let slot = (layout.offset_unchecked(&c) - layout.min_offset) as usize;
+        let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+        if seen[word] & bit != 0 {
+            return Some(false);
+        }
+        seen[word] |= bit;
+    }
+    Some(true)
+}

@@ -1,0 +1,371 @@
+//! The canonical layout model that every notation lowers to.
+//!
+//! A [`Layout`] maps a logical coordinate `x` of a tensor of shape `[n_0, …, n_{r-1}]` to an
+//! element offset in a buffer:
+//!
+//! ```text
+//! offset(x) = base + Σ_k stride_k · (((source_k(x) + shift_k) floordiv div_k) mod ext_k)
+//! ```
+//!
+//! Each term is a [`Digit`]. Usually a digit reads one logical coordinate (`source = x[d]`) and
+//! the digits of one dimension tile it as a mixed-radix number; the top digit may over-cover the
+//! dimension (padding). The buffer a layout needs starts at its lowest offset (or 0) and holds
+//! [`Layout::cosize`] elements, which includes any padding the notation declares.
+//!
+//! ```
+//! use relayout::Layout;
+//!
+//! let l = Layout::row_major(&[2, 3])?;
+//! assert_eq!(l.offset(&[1, 2])?, 5);
+//! let t = Layout::col_major(&[2, 3])?;
+//! assert_eq!(t.offset(&[1, 2])?, 5);
+//! assert_eq!(t.offset(&[1, 0])?, 1);
+//! # Ok::<(), relayout::Error>(())
+//! ```
+
+mod analysis;
+mod canonical;
+mod coords;
+mod digit;
+
+use std::fmt;
+
+pub use coords::{for_each_coord, Coords};
+pub use digit::{Digit, Source};
+
+use crate::error::{Error, Result};
+
+/// Largest absolute offset (and buffer length) a layout may reach. Keeping a factor of 8 below
+/// `i64::MAX` leaves room for byte offsets of 8-byte elements without overflow.
+pub const MAX_OFFSET: i128 = (i64::MAX / 8) as i128;
+
+/// A tensor layout: logical shape, mixed-radix digits with signed strides, and the buffer size.
+///
+/// Build one with [`Layout::row_major`], [`Layout::col_major`], [`Layout::from_strides`],
+/// [`Layout::new`], or by parsing one of the notations with [`Layout::parse`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    shape: Vec<usize>,
+    digits: Vec<Digit>,
+    base: i64,
+    padded_len: Option<usize>,
+    min_offset: i64,
+    max_offset: i64,
+}
+
+impl Layout {
+    /// A layout from its logical shape and digits, with base 0 and no declared padding.
+    ///
+    /// Fails when an extent is 0, a digit names a dim outside the shape, a divisor or radix is
+    /// 0, or the offsets could overflow.
+    ///
+    /// ```
+    /// use relayout::{Digit, Layout, Source};
+    ///
+    /// // Morello's `[0, 0 oe(8)]` on [16]: strips of 8, evens first, then odds.
+    /// let l = Layout::new(
+    ///     &[16],
+    ///     vec![
+    ///         Digit::new(Source::Dim(0), 8, None, 8),
+    ///         Digit::new(Source::Dim(0), 1, Some(2), 4),
+    ///         Digit::new(Source::Dim(0), 2, Some(4), 1),
+    ///     ],
+    /// )?;
+    /// assert_eq!(l.offsets(), [0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15]);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn new(shape: &[usize], digits: Vec<Digit>) -> Result<Layout> {
+        Layout::from_parts(shape, digits, 0, None)
+    }
+
+    /// A layout with a constant `base` offset and, optionally, the buffer length its notation
+    /// declares (`padded_len`, for padded XLA/TVM/Morello buffers).
+    pub fn from_parts(
+        shape: &[usize],
+        digits: Vec<Digit>,
+        base: i64,
+        padded_len: Option<usize>,
+    ) -> Result<Layout> {
+        if let Some(d) = shape.iter().position(|&n| n == 0) {
+            return Err(Error::InvalidLayout(format!(
+                "dimension {d} has extent 0; every extent must be at least 1"
+            )));
+        }
+        for digit in &digits {
+            if let Some(d) = digit.source.dims().into_iter().find(|&d| d >= shape.len()) {
+                return Err(Error::InvalidLayout(format!(
+                    "a digit reads dimension {d}, but the shape {shape:?} has rank {}",
+                    shape.len()
+                )));
+            }
+            if digit.div == 0 || digit.ext == Some(0) {
+                return Err(Error::InvalidLayout(format!(
+                    "digit {digit} has a zero divisor or radix"
+                )));
+            }
+        }
+        let mut bound = (base as i128).abs();
+        for digit in &digits {
+            let (lo, hi) = digit.value_range(shape);
+            bound += (digit.stride as i128).abs() * lo.abs().max(hi.abs());
+            if bound > MAX_OFFSET {
+                return Err(Error::Overflow(format!(
+                    "the offsets of a layout of shape {shape:?} reach beyond {MAX_OFFSET}"
+                )));
+            }
+        }
+        if padded_len.is_some_and(|n| n as i128 > MAX_OFFSET) {
+            return Err(Error::Overflow(format!(
+                "a buffer of {} elements is larger than {MAX_OFFSET}",
+                padded_len.unwrap_or(0)
+            )));
+        }
+        let mut layout = Layout {
+            shape: shape.to_vec(),
+            digits,
+            base,
+            padded_len,
+            min_offset: 0,
+            max_offset: 0,
+        };
+        let (lo, hi) = analysis::offset_span(&layout);
+        // Both fit: every partial sum is bounded by `bound` above.
+        layout.min_offset = lo as i64;
+        layout.max_offset = hi as i64;
+        Ok(layout)
+    }
+
+    /// The row-major (C order, last dim fastest) layout of `shape`.
+    pub fn row_major(shape: &[usize]) -> Result<Layout> {
+        let order: Vec<usize> = (0..shape.len()).collect();
+        Layout::ordered(shape, &order)
+    }
+
+    /// The column-major (Fortran order, first dim fastest) layout of `shape`.
+    pub fn col_major(shape: &[usize]) -> Result<Layout> {
+        let order: Vec<usize> = (0..shape.len()).rev().collect();
+        Layout::ordered(shape, &order)
+    }
+
+    /// The compact layout that stores the dims in `order`, slowest first: `[0, 1]` is row-major
+    /// for a matrix, `[1, 0]` column-major, `[0, 2, 3, 1]` NHWC for an NCHW tensor.
+    ///
+    /// ```
+    /// use relayout::Layout;
+    /// let nhwc = Layout::ordered(&[2, 3, 4, 5], &[0, 2, 3, 1])?;
+    /// assert_eq!(nhwc.offset(&[0, 1, 0, 0])?, 1);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn ordered(shape: &[usize], order: &[usize]) -> Result<Layout> {
+        let mut sorted = order.to_vec();
+        sorted.sort_unstable();
+        if sorted != (0..shape.len()).collect::<Vec<_>>() {
+            return Err(Error::InvalidLayout(format!(
+                "{order:?} is not a permutation of the dims of a rank-{} shape",
+                shape.len()
+            )));
+        }
+        let mut strides = vec![0i64; shape.len()];
+        let mut volume: i128 = 1;
+        for &d in order.iter().rev() {
+            strides[d] = i64::try_from(volume).map_err(|_| overflow(shape))?;
+            volume *= shape[d] as i128;
+            if volume > MAX_OFFSET {
+                return Err(overflow(shape));
+            }
+        }
+        Layout::from_strides(shape, &strides)
+    }
+
+    /// The strided layout `offset(x) = Σ strides[d]·x[d]` (NumPy/ndarray strides in elements).
+    ///
+    /// ```
+    /// use relayout::Layout;
+    /// let l = Layout::from_strides(&[3, 4], &[1, 3])?;
+    /// assert_eq!(l.offset(&[2, 1])?, 5);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn from_strides(shape: &[usize], strides: &[i64]) -> Result<Layout> {
+        if shape.len() != strides.len() {
+            return Err(Error::InvalidLayout(format!(
+                "shape {shape:?} and strides {strides:?} have different ranks"
+            )));
+        }
+        let digits = strides
+            .iter()
+            .enumerate()
+            .map(|(d, &s)| Digit::new(Source::Dim(d), 1, None, s))
+            .collect();
+        Layout::new(shape, digits)
+    }
+
+    /// The logical shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The number of logical dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The number of logical elements (the product of the shape).
+    pub fn size(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The digits, in the order they were given (or canonical order after [`Layout::coalesce`]).
+    pub fn digits(&self) -> &[Digit] {
+        &self.digits
+    }
+
+    /// The constant offset added to every element.
+    pub fn base(&self) -> i64 {
+        self.base
+    }
+
+    /// The buffer length the notation declared (padding included), if it declared one.
+    pub fn padded_len(&self) -> Option<usize> {
+        self.padded_len
+    }
+
+    /// The smallest offset of any element.
+    pub fn min_offset(&self) -> i64 {
+        self.min_offset
+    }
+
+    /// The largest offset of any element.
+    pub fn max_offset(&self) -> i64 {
+        self.max_offset
+    }
+
+    /// The offset of buffer index 0: `min(min_offset, 0)`. A buffer handed to relayout starts at
+    /// the lowest address the layout touches, so offset `o` lives at index `o - buffer_start`.
+    pub fn buffer_start(&self) -> i64 {
+        self.min_offset.min(0)
+    }
+
+    /// The number of elements a buffer for this layout must hold: from [`Layout::buffer_start`]
+    /// to the largest offset, or the declared padded length if that is larger.
+    ///
+    /// ```
+    /// use relayout::Layout;
+    /// let l = Layout::parse("cute:(2,(2,2)):(4,(2,1))")?;
+    /// assert_eq!(l.cosize(), 8);
+    /// let x = Layout::parse("xla:f32[3,5]{1,0:T(2,2)}")?;
+    /// assert_eq!(x.cosize(), 24); // 15 elements in a padded buffer of 24
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn cosize(&self) -> usize {
+        let natural = (self.max_offset - self.buffer_start() + 1) as usize;
+        natural.max(self.padded_len.unwrap_or(0))
+    }
+
+    /// The offset of a logical coordinate.
+    pub fn offset(&self, coord: &[usize]) -> Result<i64> {
+        self.check_coord(coord)?;
+        Ok(self.offset_unchecked(coord))
+    }
+
+    /// The buffer index (offset minus [`Layout::buffer_start`]) of a logical coordinate.
+    pub fn index(&self, coord: &[usize]) -> Result<usize> {
+        Ok((self.offset(coord)? - self.buffer_start()) as usize)
+    }
+
+    /// The offset of every logical coordinate, in row-major order of the logical shape.
+    pub fn offsets(&self) -> Vec<i64> {
+        Coords::new(&self.shape)
+            .map(|c| self.offset_unchecked(&c))
+            .collect()
+    }
+
+    /// The offset of a coordinate already known to be inside the shape.
+    pub(crate) fn offset_unchecked(&self, coord: &[usize]) -> i64 {
+        let sum: i128 = self.base as i128 + self.digits.iter().map(|d| d.eval(coord)).sum::<i128>();
+        // The constructor bounded every partial sum by MAX_OFFSET.
+        sum as i64
+    }
+
+    fn check_coord(&self, coord: &[usize]) -> Result<()> {
+        if coord.len() != self.shape.len() || coord.iter().zip(&self.shape).any(|(c, n)| c >= n) {
+            return Err(Error::Coordinate {
+                coord: coord.to_vec(),
+                shape: self.shape.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether no two logical coordinates share an offset (a valid destination).
+    ///
+    /// Proven from the digits when every dimension is a plain mixed-radix number; otherwise
+    /// checked element by element for layouts of up to 2^26 elements. Larger layouts that the
+    /// structural proof cannot handle are reported as not injective.
+    ///
+    /// ```
+    /// use relayout::Layout;
+    /// assert!(Layout::parse("cute:(4,2):(2,1)")?.is_injective());
+    /// assert!(!Layout::parse("cute:(4,2):(1,0)")?.is_injective()); // broadcast
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn is_injective(&self) -> bool {
+        analysis::is_injective(self)
+    }
+
+    /// Whether every dim is a plain mixed-radix number of its own digits (no fused sources, no
+    /// shifts, digits that tile the dim). The planner's fast paths need this.
+    pub fn is_separable(&self) -> bool {
+        (0..self.rank()).all(|d| analysis::dim_chain(self, d).is_some())
+    }
+
+    /// The digits of dim `d` ordered from least to most significant, if the dim is a plain
+    /// mixed-radix number (see [`Layout::is_separable`]).
+    pub fn dim_chain(&self, d: usize) -> Option<Vec<&Digit>> {
+        analysis::dim_chain(self, d).map(|ix| ix.into_iter().map(|i| &self.digits[i]).collect())
+    }
+
+    /// The same function with extent-1 digits dropped, inactive moduli removed and continuing
+    /// digits merged (CuTe's coalesce rules, per dimension). See [`Layout::same_function`].
+    ///
+    /// ```
+    /// use relayout::Layout;
+    /// let l = Layout::parse("cute:((2,2),3):((1,2),4)")?;
+    /// let c = l.coalesce();
+    /// assert_eq!(c.digits().len(), 1);
+    /// assert!(c.same_function(&l));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn coalesce(&self) -> Layout {
+        canonical::coalesce(self)
+    }
+
+    /// Whether the two layouts have the same shape and the same offset for every coordinate.
+    ///
+    /// Compares canonical forms first and falls back to comparing every element.
+    pub fn same_function(&self, other: &Layout) -> bool {
+        canonical::same_function(self, other)
+    }
+}
+
+fn overflow(shape: &[usize]) -> Error {
+    Error::Overflow(format!(
+        "a compact layout of shape {shape:?} has more than {MAX_OFFSET} elements"
+    ))
+}
+
+impl fmt::Display for Layout {
+    /// `[2, 4] -> 4*x0 + 2*(x1%2) + (x1/2)`, with `; buffer N` when the buffer is padded.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(|n| n.to_string()).collect();
+        write!(f, "[{}] -> ", dims.join(", "))?;
+        let mut terms: Vec<String> = self.digits.iter().map(|d| d.to_string()).collect();
+        if self.base != 0 || terms.is_empty() {
+            terms.push(self.base.to_string());
+        }
+        write!(f, "{}", terms.join(" + "))?;
+        if let Some(n) = self.padded_len {
+            write!(f, "; buffer {n}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+//! The reference relayout: one element at a time, straight from the layouts' definitions.
+//!
+//! It is the oracle every kernel is tested against and the "naive loop" of the benchmarks, so it
+//! is written to be obviously correct: for every logical coordinate `x`,
+//! `dst[dst.index(x)] = src[src.index(x)]`, with each offset evaluated from the digits.
+
+use crate::error::{Error, Result};
+use crate::layout::{for_each_coord, Layout};
+
+/// Copies every element of `src` (laid out by `src_layout`) to its place in `dst` (laid out by
+/// `dst_layout`). With `pad = Some(v)`, every slot of the destination buffer that holds no element
+/// (padding) is set to `v` first; with `None` padding is left untouched.
+///
+/// Buffers start at each layout's [`Layout::buffer_start`] and must hold its
+/// [`Layout::cosize`] elements.
+///
+/// ```
+/// use relayout::{reference::relayout, Layout};
+///
+/// let src = Layout::row_major(&[2, 3])?;
+/// let dst = Layout::col_major(&[2, 3])?;
+/// let a = [0, 1, 2, 3, 4, 5];
+/// let mut b = [0; 6];
+/// relayout(&src, &a, &dst, &mut b, None)?;
+/// assert_eq!(b, [0, 3, 1, 4, 2, 5]);
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn relayout<T: Copy>(
+    src_layout: &Layout,
+    src: &[T],
+    dst_layout: &Layout,
+    dst: &mut [T],
+    pad: Option<T>,
+) -> Result<()> {
+    check_pair(src_layout, dst_layout)?;
+    check_len("source", src_layout, src.len())?;
+    check_len("destination", dst_layout, dst.len())?;
+    if let Some(v) = pad {
+        dst[..dst_layout.cosize()].fill(v);
+    }
+    let (src_start, dst_start) = (src_layout.buffer_start(), dst_layout.buffer_start());
+    for_each_coord(src_layout.shape(), |x| {
+        let from = (src_layout.offset_unchecked(x) - src_start) as usize;
+        let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
+        dst[to] = src[from];
+    });
+    Ok(())
+}
+
+/// Fails unless `src` and `dst` have one logical shape and `dst` is injective: the conditions
+/// for a relayout from `src` to `dst` to be well defined.
+pub fn check_pair(src: &Layout, dst: &Layout) -> Result<()> {
+    if src.shape() != dst.shape() {
+        return Err(Error::ShapeMismatch {
+            src: src.shape().to_vec(),
+            dst: dst.shape().to_vec(),
+        });
+    }
+    if !dst.is_injective() {
+        return Err(Error::NotInjective(format!(
+            "{dst} sends two logical coordinates to one slot"
+        )));
+    }
+    Ok(())
+}
+
+/// Fails unless a buffer of `len` elements covers `layout`.
+pub fn check_len(which: &'static str, layout: &Layout, len: usize) -> Result<()> {
+    if len < layout.cosize() {
+        return Err(Error::BufferTooShort {
+            which,
+            needed: layout.cosize(),
+            got: len,
+        });
+    }
+    Ok(())
+}
