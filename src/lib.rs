@@ -1,12 +1,17 @@
 //! relayout: JIT-compiled tensor relayouts.
 #![warn(missing_docs)]
 
+mod codegen;
 mod dtype;
 mod error;
+mod jit;
 pub mod layout;
 pub mod notation;
+pub mod plan;
 pub mod reference;
+mod relayout;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use layout::{Coords, Digit, Layout, Source};
+pub use relayout::{compile_relayout, compile_relayout_with, Element, Options, Relayout};

@@ -1,0 +1,64 @@
+//! Loops as blocks whose parameters carry the counter and the two pointers.
+
+use cranelift_codegen::ir::{condcodes::IntCC, types, BlockArg, InstBuilder, Value};
+
+use super::Emitter;
+use crate::plan::{Kernel, Loop};
+
+impl Emitter<'_> {
+    /// `for i in lo..hi { body(i, s, d); s += strides.0; d += strides.1 }` (strides in elements);
+    /// `body` sees the counter and the pointers of the current iteration.
+    pub(super) fn counted_loop(
+        &mut self,
+        lo: Value,
+        hi: Value,
+        s: Value,
+        d: Value,
+        strides: (i64, i64),
+        body: impl FnOnce(&mut Self, Value, Value, Value),
+    ) {
+        let head = self.b.create_block();
+        let exit = self.b.create_block();
+        for _ in 0..3 {
+            self.b.append_block_param(head, types::I64);
+        }
+        let start = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        let args = [lo, s, d].map(BlockArg::Value);
+        self.b.ins().brif(start, head, &args, exit, &[]);
+        self.b.switch_to_block(head);
+        let [i, s, d] = [0, 1, 2].map(|k| self.b.block_params(head)[k]);
+        body(self, i, s, d);
+        let i = self.b.ins().iadd_imm_s(i, 1);
+        let s = self.advance(s, strides.0);
+        let d = self.advance(d, strides.1);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
+        let args = [i, s, d].map(BlockArg::Value);
+        self.b.ins().brif(more, head, &args, exit, &[]);
+        self.b.switch_to_block(exit);
+    }
+
+    /// A loop of a compile-time extent.
+    pub(super) fn fixed_loop(
+        &mut self,
+        l: Loop,
+        s: Value,
+        d: Value,
+        body: impl FnOnce(&mut Self, Value, Value),
+    ) {
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, l.extent as i64);
+        self.counted_loop(lo, hi, s, d, (l.src_stride, l.dst_stride), |e, _, s, d| {
+            body(e, s, d)
+        });
+    }
+
+    /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`.
+    pub(super) fn nest(&mut self, loops: &[Loop], kernel: Kernel, s: Value, d: Value) {
+        match loops.split_first() {
+            None => self.kernel(kernel, s, d),
+            Some((outer, inner)) => {
+                self.fixed_loop(*outer, s, d, |e, s, d| e.nest(inner, kernel, s, d))
+            }
+        }
+    }
+}

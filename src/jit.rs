@@ -1,0 +1,183 @@
+//! Compiling a plan with Cranelift for the host, owning the machine code, and calling it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::{isa::OwnedTargetIsa, Context};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+
+use crate::codegen;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::plan::Plan;
+
+/// Kernels the cache keeps alive; the oldest is dropped first when it is full.
+const CACHE_CAPACITY: usize = 256;
+
+/// The generated function: `(src, dst, begin, end)`.
+type KernelFn = unsafe extern "C" fn(*const u8, *mut u8, i64, i64);
+
+/// Machine code of one kernel and the module that owns its memory.
+pub(crate) struct Compiled {
+    module: Option<JITModule>,
+    entry: KernelFn,
+    /// Cranelift IR text.
+    pub(crate) clif: String,
+    /// Assembly text of the machine code.
+    pub(crate) asm: String,
+    /// Microseconds spent in Cranelift (define and finalize).
+    pub(crate) compile_micros: f64,
+}
+
+// SAFETY: after `finalize_definitions` the module's code is immutable and `entry` is a plain
+// function pointer into it that any thread may call; the module itself is touched only by `drop`,
+// which runs once, when no reference (and so no caller) is left.
+unsafe impl Send for Compiled {}
+// SAFETY: see `Send`: shared access only reads the immutable code and the strings.
+unsafe impl Sync for Compiled {}
+
+impl Drop for Compiled {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: `self` is being dropped, so no `Relayout` refers to this code any more and no
+            // call into it can be running (calls borrow the `Relayout`).
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+impl Compiled {
+    /// Calls the kernel on outer iterations `[begin, end)`.
+    ///
+    /// # Safety
+    /// `src` must be readable and `dst` writable for the lengths the kernel's plan was made for
+    /// (`plan.src_len()` and `plan.dst_len()` elements), the two must not overlap, and no other
+    /// thread may write the part of `dst` that `[begin, end)` covers while the call runs.
+    pub(crate) unsafe fn call(&self, src: *const u8, dst: *mut u8, begin: usize, end: usize) {
+        // SAFETY: the caller upholds the buffer contract above; the generated code touches only
+        // the elements the plan maps, all inside those lengths (checked by the plan tests).
+        unsafe { (self.entry)(src, dst, begin as i64, end as i64) }
+    }
+}
+
+/// The host ISA, detected once: CPU features from `cranelift-native`, `opt_level=speed`, the IR
+/// verifier on in debug builds only.
+fn host_isa() -> Result<OwnedTargetIsa> {
+    static ISA: OnceLock<std::result::Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut flags = settings::builder();
+        let verify = if cfg!(debug_assertions) { "true" } else { "false" };
+        for (name, value) in [
+            ("opt_level", "speed"),
+            ("is_pic", "false"),
+            ("enable_verifier", verify),
+        ] {
+            flags.set(name, value).map_err(|e| e.to_string())?;
+        }
+        let isa = cranelift_native::builder().map_err(|e| e.to_string())?;
+        isa.finish(settings::Flags::new(flags))
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| Error::Codegen(format!("no Cranelift backend for this host: {e}")))
+}
+
+/// Compiles `plan` into a new JIT module of its own.
+pub(crate) fn compile(plan: &Plan) -> Result<Compiled> {
+    let codegen_err = |e: &dyn std::fmt::Display| Error::Codegen(e.to_string());
+    let start = std::time::Instant::now();
+    let isa = host_isa()?;
+    let call_conv = isa.default_call_conv();
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let sig = codegen::signature(call_conv);
+    let id = module
+        .declare_function("relayout", Linkage::Local, &sig)
+        .map_err(|e| codegen_err(&e))?;
+    let mut ctx = Context::new();
+    ctx.func.signature = sig;
+    ctx.set_disasm(true);
+    let mut fctx = FunctionBuilderContext::new();
+    codegen::build(plan, &mut ctx.func, &mut fctx, module.target_config());
+    let clif = ctx.func.display().to_string();
+    module
+        .define_function(id, &mut ctx)
+        .map_err(|e| codegen_err(&format!("{e:?}")))?;
+    let asm = ctx
+        .compiled_code()
+        .and_then(|c| c.vcode.clone())
+        .unwrap_or_default();
+    module
+        .finalize_definitions()
+        .map_err(|e| codegen_err(&e))?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the finalized entry of a function declared with `codegen::signature`,
+    // which is four i64 parameters and no result in the host's default calling convention: the
+    // same ABI as `KernelFn` on the 64-bit hosts Cranelift supports.
+    let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
+    Ok(Compiled {
+        module: Some(module),
+        entry,
+        clif,
+        asm,
+        compile_micros: start.elapsed().as_secs_f64() * 1e6,
+    })
+}
+
+/// What identifies a kernel in the cache.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    src: Layout,
+    dst: Layout,
+    elem_size: usize,
+}
+
+/// A bounded cache of compiled kernels keyed by layout pair and element size.
+#[derive(Default)]
+struct Cache {
+    kernels: HashMap<Key, (Arc<Plan>, Arc<Compiled>)>,
+    order: VecDeque<Key>,
+}
+
+/// Returns the plan and kernel for a pair, compiling them on a cache miss. The second value says
+/// whether it was a hit.
+pub(crate) fn cached(
+    src: &Layout,
+    dst: &Layout,
+    elem_size: usize,
+) -> Result<(Arc<Plan>, Arc<Compiled>, bool)> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    let key = Key {
+        src: src.clone(),
+        dst: dst.clone(),
+        elem_size,
+    };
+    if let Some((plan, kernel)) = lock(cache).kernels.get(&key) {
+        return Ok((plan.clone(), kernel.clone(), true));
+    }
+    let plan = Arc::new(Plan::new(src, dst, elem_size)?);
+    let kernel = Arc::new(compile(&plan)?);
+    let mut guard = lock(cache);
+    if guard.kernels.len() >= CACHE_CAPACITY {
+        if let Some(old) = guard.order.pop_front() {
+            guard.kernels.remove(&old);
+        }
+    }
+    if guard
+        .kernels
+        .insert(key.clone(), (plan.clone(), kernel.clone()))
+        .is_none()
+    {
+        guard.order.push_back(key);
+    }
+    Ok((plan, kernel, false))
+}
+
+/// Locks the cache, recovering from a panic in another thread (the map stays consistent: every
+/// update is a single insert or remove).
+fn lock(cache: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
+    cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

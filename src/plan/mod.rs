@@ -1,0 +1,292 @@
+//! From a pair of layouts to a loop nest: refine, coalesce, order, pick the kernel.
+//!
+//! A [`Plan`] is a list of [`Region`]s, each a loop nest over a box of the logical index space
+//! with an innermost [`Kernel`]. Most pairs give one region; a dim whose extent is not a whole
+//! number of tiles (padding) adds a region per partial tile, and large contiguous copies are
+//! split so that threads can share them. Dims whose digits do not refine (incompatible splits,
+//! fused XLA/TVM sources) are iterated by an [`Indexed`] loop that evaluates their digits with
+//! division and modulo; every other dim is walked by pointer increments.
+//!
+//! The planner knows nothing of Cranelift: [`Plan::for_each_move`] runs a plan without compiling
+//! it, which is how the tests prove a plan moves every element exactly once.
+//!
+//! ```
+//! use relayout::{plan::{Kernel, Plan}, Layout};
+//!
+//! let src = Layout::row_major(&[64, 32])?;
+//! let dst = Layout::col_major(&[64, 32])?;
+//! let plan = Plan::new(&src, &dst, 4)?;
+//! assert!(matches!(plan.regions()[0].kernel, Kernel::Transpose { .. }));
+//! # Ok::<(), relayout::Error>(())
+//! ```
+
+mod check;
+mod refine;
+mod schedule;
+
+use std::fmt;
+
+pub use refine::Loop;
+
+use crate::error::{Error, Result};
+use crate::layout::{Digit, Layout, Source};
+use crate::reference::check_pair;
+
+/// Regions beyond this count (from many padded dims at once) send the padded dims to the indexed
+/// path instead.
+const MAX_REGIONS: usize = 64;
+
+/// The innermost operation of a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// Move one element.
+    Element,
+    /// Copy `len` elements that are contiguous on both sides (16-byte vectors, then a tail).
+    Copy {
+        /// Elements per copy.
+        len: usize,
+    },
+    /// Transpose `lanes × lanes` tiles in registers: `a` is contiguous in the source
+    /// (`a.src_stride == 1`), `b` in the destination (`b.dst_stride == 1`). Loads run along
+    /// `a`, stores along `b`; the parts of `a` and `b` beyond whole tiles move element by element.
+    Transpose {
+        /// The source-contiguous loop.
+        a: Loop,
+        /// The destination-contiguous loop.
+        b: Loop,
+        /// Elements per 16-byte vector.
+        lanes: usize,
+    },
+}
+
+/// Dims iterated by one flat counter whose coordinates and offsets are computed with div/mod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Indexed {
+    /// Extents of the indexed dims (local dim `k` is the `k`-th of these).
+    pub extents: Vec<usize>,
+    /// Source digits over the local dims.
+    pub src: Vec<Digit>,
+    /// Destination digits over the local dims.
+    pub dst: Vec<Digit>,
+}
+
+impl Indexed {
+    /// Number of points the indexed loop visits.
+    pub fn count(&self) -> usize {
+        self.extents.iter().product()
+    }
+}
+
+/// A loop nest over a box of the index space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// Source buffer index (elements from the start of the slice) of the region's first element.
+    pub src_base: i64,
+    /// Destination buffer index of the region's first element.
+    pub dst_base: i64,
+    /// An outermost loop over dims that need div/mod, if any.
+    pub indexed: Option<Indexed>,
+    /// Affine loops, outermost first.
+    pub loops: Vec<Loop>,
+    /// The innermost operation.
+    pub kernel: Kernel,
+}
+
+impl Region {
+    /// Iterations of the outermost loop: the unit in which work is split between threads.
+    pub fn outer_extent(&self) -> usize {
+        match (&self.indexed, self.loops.first()) {
+            (Some(ix), _) => ix.count(),
+            (None, Some(l)) => l.extent,
+            (None, None) => 1,
+        }
+    }
+}
+
+/// The loop nests that move every element of `src` to its place in `dst`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    elem_size: usize,
+    src_len: usize,
+    dst_len: usize,
+    regions: Vec<Region>,
+}
+
+impl Plan {
+    /// Plans the relayout from `src` to `dst` for elements of `elem_size` bytes (1, 2, 4 or 8).
+    ///
+    /// Fails when the shapes differ, `dst` is not injective, or the element size is not one of
+    /// those four.
+    pub fn new(src: &Layout, dst: &Layout, elem_size: usize) -> Result<Plan> {
+        if ![1, 2, 4, 8].contains(&elem_size) {
+            return Err(Error::ElementType(format!(
+                "element size {elem_size} bytes; relayout moves elements of 1, 2, 4 or 8 bytes"
+            )));
+        }
+        check_pair(src, dst)?;
+        let rank = src.rank();
+        let mut boxes: Vec<Option<Vec<refine::DimBox>>> =
+            (0..rank).map(|d| refine::refine_dim(src, dst, d)).collect();
+        let region_count = |b: &[Option<Vec<refine::DimBox>>]| {
+            b.iter()
+                .flatten()
+                .fold(1usize, |acc, v| acc.saturating_mul(v.len()))
+        };
+        if region_count(&boxes) > MAX_REGIONS {
+            for b in boxes.iter_mut() {
+                if b.as_ref().is_some_and(|v| v.len() > 1) {
+                    *b = None;
+                }
+            }
+        }
+        let indexed_dims: Vec<usize> = (0..rank).filter(|&d| boxes[d].is_none()).collect();
+        let indexed = (!indexed_dims.is_empty()).then(|| Indexed {
+            extents: indexed_dims.iter().map(|&d| src.shape()[d]).collect(),
+            src: local_digits(src, &indexed_dims),
+            dst: local_digits(dst, &indexed_dims),
+        });
+        let src_base = src.base() - src.buffer_start();
+        let dst_base = dst.base() - dst.buffer_start();
+        let mut regions = Vec::new();
+        for combo in box_combinations(&boxes) {
+            let loops: Vec<Loop> = combo.iter().flat_map(|b| b.loops.iter().copied()).collect();
+            let region = Region {
+                src_base: src_base + combo.iter().map(|b| b.src_base).sum::<i64>(),
+                dst_base: dst_base + combo.iter().map(|b| b.dst_base).sum::<i64>(),
+                indexed: indexed.clone(),
+                loops,
+                kernel: Kernel::Element,
+            };
+            regions.extend(schedule::schedule(region, elem_size));
+        }
+        Ok(Plan {
+            elem_size,
+            src_len: src.cosize(),
+            dst_len: dst.cosize(),
+            regions,
+        })
+    }
+
+    /// Bytes per element.
+    pub fn elem_size(&self) -> usize {
+        self.elem_size
+    }
+
+    /// Elements the source buffer must hold.
+    pub fn src_len(&self) -> usize {
+        self.src_len
+    }
+
+    /// Elements the destination buffer must hold.
+    pub fn dst_len(&self) -> usize {
+        self.dst_len
+    }
+
+    /// The regions, in the order the generated code runs them.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// Total outer iterations over all regions: the range the generated function takes.
+    pub fn work(&self) -> usize {
+        self.regions.iter().map(Region::outer_extent).sum()
+    }
+
+    /// Calls `f(src_index, dst_index)` for every element the plan moves, in plan order, without
+    /// compiling anything. The tests use it to prove a plan moves each element exactly once.
+    pub fn for_each_move(&self, f: impl FnMut(usize, usize)) {
+        check::for_each_move(self, f)
+    }
+}
+
+/// The digits of `layout` that read the dims in `dims`, renumbered to positions in `dims`.
+fn local_digits(layout: &Layout, dims: &[usize]) -> Vec<Digit> {
+    layout
+        .digits()
+        .iter()
+        .filter(|g| g.source.dims().iter().any(|d| dims.contains(d)))
+        .map(|g| {
+            let local = |d: usize| dims.iter().position(|&x| x == d).unwrap_or(0);
+            Digit {
+                source: Source::fused(g.source.terms().into_iter().map(|(d, w)| (local(d), w))),
+                ..g.clone()
+            }
+        })
+        .collect()
+}
+
+/// Every choice of one box per separable dim.
+fn box_combinations(boxes: &[Option<Vec<refine::DimBox>>]) -> Vec<Vec<refine::DimBox>> {
+    boxes.iter().flatten().fold(vec![Vec::new()], |acc, dim| {
+        acc.iter()
+            .flat_map(|prefix| {
+                dim.iter().map(move |b| {
+                    let mut next = prefix.clone();
+                    next.push(b.clone());
+                    next
+                })
+            })
+            .collect()
+    })
+}
+
+impl fmt::Display for Plan {
+    /// The loop nest as text, one region after another.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "plan: {}-byte elements, src {} elements, dst {} elements, {} region(s), work {}",
+            self.elem_size,
+            self.src_len,
+            self.dst_len,
+            self.regions.len(),
+            self.work()
+        )?;
+        for (i, r) in self.regions.iter().enumerate() {
+            writeln!(f, "region {i}: src at {}, dst at {}", r.src_base, r.dst_base)?;
+            let mut indent = 1;
+            if let Some(ix) = &r.indexed {
+                let show = |ds: &[Digit]| {
+                    ds.iter()
+                        .map(|g| g.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                };
+                writeln!(
+                    f,
+                    "  for x in {:?} (indexed: src += {}, dst += {})",
+                    ix.extents,
+                    show(&ix.src),
+                    show(&ix.dst)
+                )?;
+                indent += 1;
+            }
+            for l in &r.loops {
+                writeln!(
+                    f,
+                    "{}for {} (src += {}, dst += {})",
+                    "  ".repeat(indent),
+                    l.extent,
+                    l.src_stride,
+                    l.dst_stride
+                )?;
+                indent += 1;
+            }
+            let pad = "  ".repeat(indent);
+            match r.kernel {
+                Kernel::Element => writeln!(f, "{pad}move 1 element")?,
+                Kernel::Copy { len } => writeln!(
+                    f,
+                    "{pad}copy {len} contiguous elements ({} bytes, 16-byte vectors)",
+                    len * self.elem_size
+                )?,
+                Kernel::Transpose { a, b, lanes } => writeln!(
+                    f,
+                    "{pad}transpose {lanes}x{lanes} register tiles: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
+                    a.extent, a.dst_stride, b.extent, b.src_stride
+                )?,
+            }
+        }
+        Ok(())
+    }
+}

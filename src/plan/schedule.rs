@@ -1,0 +1,125 @@
+//! Steps 2–4 of planning for one region: coalesce its loops, pick the innermost kernel, order
+//! the outer loops, and split long copies so that threads can share them.
+
+use super::{Kernel, Loop, Region};
+
+/// Contiguous copies longer than this many bytes are split into chunks of this size.
+const COPY_CHUNK_BYTES: usize = 16 * 1024;
+
+/// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
+/// as two regions: whole chunks, then the rest.
+pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
+    let mut loops = coalesce(region.loops.iter().copied().filter(|l| l.extent > 1).collect());
+    let lanes = 16 / elem_size;
+    let kernel = pick_kernel(&mut loops, lanes);
+    order_outer(&mut loops, kernel);
+    let region = Region {
+        loops,
+        kernel,
+        ..region
+    };
+    match kernel {
+        Kernel::Copy { len } if len * elem_size > 4 * COPY_CHUNK_BYTES => {
+            split_copy(region, len, COPY_CHUNK_BYTES / elem_size)
+        }
+        _ => vec![region],
+    }
+}
+
+/// Merges loops that continue each other on both sides (CuTe's coalesce rule on both layouts at
+/// once): `(e1, s1, t1)` and `(e2, e1·s1, e1·t1)` become `(e1·e2, s1, t1)`.
+fn coalesce(mut loops: Vec<Loop>) -> Vec<Loop> {
+    'merge: loop {
+        for i in 0..loops.len() {
+            for j in 0..loops.len() {
+                let (inner, outer) = (loops[i], loops[j]);
+                let e = inner.extent as i64;
+                if i != j
+                    && inner.src_stride.checked_mul(e) == Some(outer.src_stride)
+                    && inner.dst_stride.checked_mul(e) == Some(outer.dst_stride)
+                {
+                    loops[i].extent *= outer.extent;
+                    loops.remove(j);
+                    continue 'merge;
+                }
+            }
+        }
+        return loops;
+    }
+}
+
+/// Chooses the kernel from the loops and removes the loops it consumes:
+/// a loop contiguous on both sides is a copy; a source-contiguous and a destination-contiguous
+/// loop of at least `lanes` each form a transpose; anything else moves single elements, with the
+/// destination-contiguous (or smallest destination stride) loop innermost.
+fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
+    if let Some(i) = loops
+        .iter()
+        .position(|l| l.src_stride == 1 && l.dst_stride == 1)
+    {
+        let len = loops.remove(i).extent;
+        return Kernel::Copy { len };
+    }
+    let a = loops
+        .iter()
+        .position(|l| l.src_stride == 1 && l.extent >= lanes);
+    let b = loops
+        .iter()
+        .position(|l| l.dst_stride == 1 && l.extent >= lanes);
+    if let (Some(ia), Some(ib)) = (a, b) {
+        let (la, lb) = (loops[ia], loops[ib]);
+        loops.retain(|l| *l != la && *l != lb);
+        return Kernel::Transpose {
+            a: la,
+            b: lb,
+            lanes,
+        };
+    }
+    if let Some(i) = (0..loops.len()).min_by_key(|&i| {
+        let l = loops[i];
+        (l.dst_stride.unsigned_abs(), l.src_stride.unsigned_abs())
+    }) {
+        let inner = loops.remove(i);
+        loops.push(inner);
+    }
+    Kernel::Element
+}
+
+/// Orders the loops outside the kernel (all but an element kernel's innermost loop) from the
+/// largest strides outside to the smallest inside, so both sides walk memory forwards in long
+/// runs as far as possible.
+fn order_outer(loops: &mut [Loop], kernel: Kernel) {
+    let sortable = match kernel {
+        Kernel::Element => loops.len().saturating_sub(1),
+        _ => loops.len(),
+    };
+    loops[..sortable].sort_by_key(|l| {
+        std::cmp::Reverse((
+            l.dst_stride.unsigned_abs().max(l.src_stride.unsigned_abs()),
+            l.dst_stride.unsigned_abs(),
+        ))
+    });
+}
+
+/// A copy of `len` elements as whole `chunk`s (one more loop, innermost) plus a region for the rest.
+fn split_copy(region: Region, len: usize, chunk: usize) -> Vec<Region> {
+    let (whole, rest) = (len / chunk, len % chunk);
+    let mut main = region.clone();
+    main.loops.push(Loop {
+        extent: whole,
+        src_stride: chunk as i64,
+        dst_stride: chunk as i64,
+    });
+    main.kernel = Kernel::Copy { len: chunk };
+    let mut out = vec![main];
+    if rest > 0 {
+        let done = (whole * chunk) as i64;
+        out.push(Region {
+            src_base: region.src_base + done,
+            dst_base: region.dst_base + done,
+            kernel: Kernel::Copy { len: rest },
+            ..region
+        });
+    }
+    out
+}
