@@ -24,7 +24,7 @@
 //! * `Packed(0)` is invalid, and an `OddEven(n)` needs an even `n >= 2`;
 //! * a logical dim takes at most one `Dynamic`, and no physical dim of a logical dim may follow
 //!   (be slower than) the one that completed it, except a `Dynamic` or `Packed(1)` of size 1 after
-//!   packings that cover the dim exactly (Morello writes those);
+//!   packings that cover the dim exactly (Morello sizes those 1 as well);
 //! * every logical dim of extent above 1 must be covered completely; dims of extent 1 may be left
 //!   out;
 //! * an `OddEven` may not have faster physical dims of its own logical dim inside its strip:
@@ -99,9 +99,7 @@ pub struct ShapedLayout {
 /// Parses `morello:` text (a shape, then a layout) that starts `column_offset` characters into the
 /// user's input.
 pub(crate) fn parse_layout(text: &str, column_offset: usize) -> Result<Parsed> {
-    let mut cursor = Cursor::new(NOTATION, text, column_offset);
-    let shaped = read_shaped(&mut cursor)?;
-    cursor.expect_end()?;
+    let shaped = read_all(text, column_offset, read_shaped)?;
     Ok(Parsed {
         layout: shaped.to_layout()?,
         dtype: None,
@@ -127,10 +125,7 @@ impl MorelloLayout {
 
     /// Parses Morello's display form, such as `[1, 0, 1 p(4)]` or `[0 oe(8)]`.
     pub fn parse(text: &str) -> Result<MorelloLayout> {
-        let mut cursor = Cursor::new(NOTATION, text, 0);
-        let layout = read_layout(&mut cursor)?;
-        cursor.expect_end()?;
-        Ok(layout)
+        read_all(text, 0, read_layout)
     }
 
     /// The `(logical dim, physical dim)` pairs, slowest first.
@@ -187,10 +182,7 @@ impl MorelloLayout {
 impl ShapedLayout {
     /// Parses the `morello:` form without its prefix: the logical shape, then the layout.
     pub fn parse(text: &str) -> Result<ShapedLayout> {
-        let mut cursor = Cursor::new(NOTATION, text, 0);
-        let shaped = read_shaped(&mut cursor)?;
-        cursor.expect_end()?;
-        Ok(shaped)
+        read_all(text, 0, read_shaped)
     }
 
     /// The size of every physical dim, slowest first (see [`MorelloLayout::physical_shape`]).
@@ -278,7 +270,7 @@ impl Entry {
     fn check_size(&self, n: usize) -> Result<()> {
         match self.phys {
             PhysDim::Packed(0) => Err(self.invalid("has size 0; a Packed size is at least 1")),
-            PhysDim::OddEven(_) if n == 0 || n % 2 != 0 => {
+            PhysDim::OddEven(_) if n == 0 || !n.is_multiple_of(2) => {
                 Err(self.invalid("needs an even strip size of at least 2"))
             }
             _ => Ok(()),
@@ -294,7 +286,7 @@ impl Entry {
         remainder: usize,
         coverage: &mut Coverage,
     ) -> Result<Slot> {
-        if remainder % n == 0 {
+        if remainder.is_multiple_of(n) {
             // No overflow: `n` divides `extent / inner`, so `inner * n <= extent`.
             *coverage = Coverage::Open { inner: inner * n };
             return Ok(Slot {
@@ -465,6 +457,18 @@ impl FromStr for ShapedLayout {
     }
 }
 
+/// Reads all of `text` (which starts `column_offset` characters into the user's input) with `read`.
+fn read_all<T>(
+    text: &str,
+    column_offset: usize,
+    read: impl FnOnce(&mut Cursor) -> Result<T>,
+) -> Result<T> {
+    let mut cursor = Cursor::new(NOTATION, text, column_offset);
+    let value = read(&mut cursor)?;
+    cursor.expect_end()?;
+    Ok(value)
+}
+
 /// `[6,8] [1, 0, 1 p(4)]`: a shape, then a layout.
 fn read_shaped(cursor: &mut Cursor) -> Result<ShapedLayout> {
     let shape = read_list(cursor, "the logical shape", Cursor::uint)?;
@@ -526,4 +530,387 @@ fn read_size(cursor: &mut Cursor) -> Result<usize> {
     let n = cursor.uint()?;
     cursor.expect(')')?;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Coords;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    const GOLDEN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/cases/public_golden.json"
+    );
+
+    fn shaped(shape: &[usize], layout: &str) -> ShapedLayout {
+        ShapedLayout {
+            shape: shape.to_vec(),
+            layout: MorelloLayout::parse(layout).expect("test layout parses"),
+        }
+    }
+
+    fn lower(shape: &[usize], layout: &str) -> Result<Layout> {
+        shaped(shape, layout).to_layout()
+    }
+
+    fn usizes(value: &Value) -> Vec<usize> {
+        let items = value.as_array().expect("an array of numbers");
+        items.iter().map(|v| v.as_u64().unwrap() as usize).collect()
+    }
+
+    fn morello_golden_cases() -> Vec<Value> {
+        let text = std::fs::read_to_string(GOLDEN).expect("the shared golden cases are readable");
+        let all: Value = serde_json::from_str(&text).expect("the golden cases are JSON");
+        let cases = all.as_array().expect("a list of cases");
+        cases
+            .iter()
+            .filter(|c| c["system"] == "morello")
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn golden_cases_reproduce_exactly() {
+        let cases = morello_golden_cases();
+        assert!(!cases.is_empty());
+        for case in cases {
+            let id = &case["id"];
+            let text = case["layout"].as_str().unwrap();
+            let shape = usizes(&case["logical_shape"]);
+            let physical = usizes(&case["physical_shape"]);
+            let offsets: Vec<i64> = case["offsets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            let morello = shaped(&shape, text);
+            assert_eq!(morello.layout.to_string(), text, "{id}: printer");
+            assert_eq!(morello.physical_shape().unwrap(), physical, "{id}");
+            let layout = morello.to_layout().unwrap();
+            assert_eq!(layout.offsets(), offsets, "{id}: offsets");
+            assert_eq!(layout.cosize(), physical.iter().product::<usize>(), "{id}");
+            let cli = format!("morello:{shape:?} {text}");
+            assert_eq!(Layout::parse(&cli).unwrap(), layout, "{id}: {cli}");
+        }
+    }
+
+    #[test]
+    fn builder_matches_the_text_form() {
+        let built = MorelloLayout::new(vec![
+            (0, PhysDim::Dynamic),
+            (1, PhysDim::Dynamic),
+            (2, PhysDim::Dynamic),
+            (2, PhysDim::OddEven(16)),
+        ]);
+        assert_eq!(built.to_string(), "[0, 1, 2, 2 oe(16)]");
+        assert_eq!(MorelloLayout::parse("[0, 1, 2, 2 oe(16)]").unwrap(), built);
+        assert_eq!(
+            MorelloLayout::parse(" [ 0,1 ,2,2oe( 16 ) ] ").unwrap(),
+            built
+        );
+        assert_eq!(MorelloLayout::parse("[0]").unwrap().to_string(), "[0]");
+    }
+
+    #[test]
+    fn row_major_is_the_row_major_layout() {
+        let shape = [2, 3, 4];
+        let rm = MorelloLayout::row_major(3).to_layout(&shape).unwrap();
+        assert!(rm.same_function(&Layout::row_major(&shape).unwrap()));
+        assert_eq!(MorelloLayout::row_major(0).to_string(), "[]");
+        assert_eq!(lower(&[], "[]").unwrap().offsets(), [0]);
+    }
+
+    #[test]
+    fn packed_larger_than_the_remainder_pads() {
+        let packed = lower(&[6, 3], "[0 p(8), 1]").unwrap();
+        assert_eq!(packed.offset(&[5, 2]).unwrap(), 17);
+        assert_eq!(packed.cosize(), 24);
+        let odd_even = lower(&[6], "[0 oe(8)]").unwrap();
+        assert_eq!(odd_even.offsets(), [0, 4, 1, 5, 2, 6]);
+        assert_eq!(odd_even.cosize(), 8);
+        let tiled = shaped(&[6], "[0 p(4), 0 p(2)]");
+        assert_eq!(tiled.physical_shape().unwrap(), [4, 2]);
+        assert_eq!(tiled.to_layout().unwrap().cosize(), 8);
+    }
+
+    #[test]
+    fn size_one_physical_dims_are_accepted() {
+        let exact = shaped(&[4], "[0, 0 p(4)]");
+        assert_eq!(exact.physical_shape().unwrap(), [1, 4]);
+        assert_eq!(exact.to_layout().unwrap().offsets(), [0, 1, 2, 3]);
+        assert_eq!(
+            lower(&[4], "[0 p(1), 0 p(4)]").unwrap().offsets(),
+            [0, 1, 2, 3]
+        );
+        // A dim of extent 1 may be left out.
+        assert_eq!(lower(&[1, 3], "[1]").unwrap().offsets(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn odd_even_strips_inside_other_dims() {
+        let l = lower(&[2, 4], "[0, 1 oe(4)]").unwrap();
+        assert_eq!(l.offsets(), [0, 2, 1, 3, 4, 6, 5, 7]);
+        let t = lower(&[2, 4], "[1 oe(4), 0]").unwrap();
+        assert_eq!(t.offsets(), [0, 4, 2, 6, 1, 5, 3, 7]);
+    }
+
+    fn invalid_message(shape: &[usize], layout: &str) -> String {
+        match lower(shape, layout) {
+            Err(Error::InvalidLayout(message)) => message,
+            other => panic!("{layout} on {shape:?}: expected InvalidLayout, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn impossible_layouts_are_invalid() {
+        let cases: [(&[usize], &str, &str); 13] = [
+            (&[8], "[0 p(3)]", "neither divides nor exceeds"),
+            (&[8], "[0, 0 p(0)]", "size 0"),
+            (&[8], "[0, 0 oe(3)]", "even strip size"),
+            (&[8], "[0 oe(0)]", "even strip size"),
+            (&[4], "[0, 0]", "second Dynamic"),
+            (&[8], "[0 p(2)]", "not covered completely"),
+            (&[4, 4], "[0]", "logical dim 1 (extent 4) is not covered"),
+            (&[4, 4], "[0, 2]", "has rank 2"),
+            (&[8], "[0 p(4), 0]", "by a faster Dynamic"),
+            (&[6], "[0 p(4), 0 p(8)]", "by a faster padding"),
+            (
+                &[4],
+                "[0 p(2), 0 p(4)]",
+                "covered completely by its extent 4",
+            ),
+            (&[8, 2], "[1, 0 oe(4), 0 p(2)]", "inside its strip"),
+            (&[0], "[0]", "extent 0"),
+        ];
+        for (shape, layout, expected) in cases {
+            let message = invalid_message(shape, layout);
+            assert!(message.contains(expected), "{layout}: {message}");
+        }
+    }
+
+    fn parse_error(text: &str) -> (usize, String) {
+        match crate::notation::parse(text) {
+            Err(Error::Parse {
+                notation: "morello",
+                column,
+                message,
+            }) => (column, message),
+            other => panic!("{text}: expected a morello parse error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parse_errors_name_the_column() {
+        // (text, 1-based column of the problem, part of the message)
+        let cases = [
+            ("morello:[6,8] [1, 0, 1 q(4)]", 24, "'p(n)', 'oe(n)'"),
+            ("morello:6,8 [0]", 9, "'[' to open the logical shape"),
+            ("morello:[6,8] 0]", 15, "'[' to open the layout"),
+            ("morello:[4] [0 p(4]", 19, "')'"),
+            ("morello:[4] [0 p4]", 16, "found 'p4'"),
+            ("morello:[4] [0; 1]", 15, "',' or ']' in the layout"),
+            ("morello:[4,] [0]", 12, "a number"),
+            ("morello:[4] [0] x", 17, "the end of the input"),
+            ("morello:[4] [0 oe(-2)]", 19, "non-negative"),
+        ];
+        for (text, want, expected) in cases {
+            let (column, message) = parse_error(text);
+            assert_eq!(column, want, "{text}: {message}");
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+        let (_, message) = parse_error("morello:[4] [0 p(99999999999999999999)]");
+        assert!(message.contains("64 bits"), "{message}");
+        assert!(MorelloLayout::parse("[0").is_err());
+        assert!(ShapedLayout::parse("[4]").is_err());
+    }
+
+    #[test]
+    fn huge_layouts_overflow() {
+        let big = 1usize << 40;
+        assert!(matches!(
+            lower(&[big, big], "[0, 1]"),
+            Err(Error::Overflow(_))
+        ));
+        assert!(matches!(lower(&[1 << 62], "[0]"), Err(Error::Overflow(_))));
+        let padded = MorelloLayout::new(vec![
+            (0, PhysDim::Packed(1 << 62)),
+            (1, PhysDim::Packed(1 << 62)),
+        ]);
+        assert!(matches!(padded.to_layout(&[2, 2]), Err(Error::Overflow(_))));
+        let one = MorelloLayout::new(vec![(0, PhysDim::Packed(usize::MAX))]);
+        assert!(matches!(one.to_layout(&[2]), Err(Error::Overflow(_))));
+    }
+
+    /// A valid layout of one logical dim, fastest first: an optional odd/even strip, exact
+    /// packings, then a remainder `rest` that a Dynamic takes or a larger Packed pads.
+    #[derive(Debug, Clone)]
+    struct DimPlan {
+        odd_even: Option<usize>,
+        packs: Vec<usize>,
+        rest: usize,
+        pad: Option<usize>,
+    }
+
+    impl DimPlan {
+        fn extent(&self) -> usize {
+            self.odd_even.unwrap_or(1) * self.packs.iter().product::<usize>() * self.rest
+        }
+
+        /// The dim's physical dims, slowest first.
+        fn phys_dims(&self) -> Vec<PhysDim> {
+            let top = match self.pad {
+                Some(extra) if self.rest >= 2 => PhysDim::Packed(self.rest + extra),
+                _ => PhysDim::Dynamic,
+            };
+            let packs = self.packs.iter().map(|&p| PhysDim::Packed(p));
+            let odd_even = self.odd_even.map(PhysDim::OddEven);
+            std::iter::once(top).chain(packs).chain(odd_even).collect()
+        }
+    }
+
+    fn dim_plan() -> impl Strategy<Value = DimPlan> {
+        (
+            prop::option::of(prop::sample::select(vec![2usize, 4, 6])),
+            prop::collection::vec(1usize..=3, 0..=2),
+            1usize..=3,
+            prop::option::of(1usize..=2),
+        )
+            .prop_map(|(odd_even, packs, rest, pad)| DimPlan {
+                odd_even,
+                packs,
+                rest,
+                pad,
+            })
+    }
+
+    /// Interleaves the dims' physical dims (each dim's own order kept) by the given choices.
+    fn interleave(plans: &[DimPlan], choices: &[usize]) -> MorelloLayout {
+        let mut queues: Vec<Vec<PhysDim>> = plans
+            .iter()
+            .map(|p| p.phys_dims().into_iter().rev().collect())
+            .collect();
+        let mut dims = Vec::new();
+        for choice in choices.iter().cycle() {
+            let open: Vec<usize> = (0..queues.len())
+                .filter(|&d| !queues[d].is_empty())
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            let d = open[choice % open.len()];
+            dims.push((d, queues[d].pop().unwrap()));
+        }
+        MorelloLayout::new(dims)
+    }
+
+    fn valid_shaped() -> impl Strategy<Value = ShapedLayout> {
+        (
+            prop::collection::vec(dim_plan(), 1..=3),
+            prop::collection::vec(any::<usize>(), 1..=12),
+        )
+            .prop_map(|(plans, choices)| ShapedLayout {
+                shape: plans.iter().map(DimPlan::extent).collect(),
+                layout: interleave(&plans, &choices),
+            })
+    }
+
+    fn any_phys_dim() -> impl Strategy<Value = PhysDim> {
+        prop_oneof![
+            Just(PhysDim::Dynamic),
+            (0usize..10).prop_map(PhysDim::Packed),
+            (0usize..10).prop_map(PhysDim::OddEven),
+        ]
+    }
+
+    fn any_shaped() -> impl Strategy<Value = ShapedLayout> {
+        (
+            prop::collection::vec(0usize..8, 0..=3),
+            prop::collection::vec((0usize..4, any_phys_dim()), 0..=6),
+        )
+            .prop_map(|(shape, dims)| ShapedLayout {
+                shape,
+                layout: MorelloLayout::new(dims),
+            })
+    }
+
+    /// Morello's formula, straight from its definition: walking physical dims from the fastest,
+    /// each takes its size and its coordinate from what faster dims of its logical dim cover
+    /// (`inner`); the offset is the row-major (Horner) sum over the physical shape.
+    fn morello_offset(
+        shape: &[usize],
+        dims: &[(usize, PhysDim)],
+        coord: &[usize],
+    ) -> (usize, usize) {
+        let mut inner = vec![1usize; shape.len()];
+        let mut physical = Vec::new();
+        for &(d, phys) in dims.iter().rev() {
+            let within = coord[d] / inner[d];
+            let (size, c) = match phys {
+                PhysDim::Dynamic => (shape[d].div_ceil(inner[d]), within),
+                PhysDim::Packed(p) => (p, within % p),
+                PhysDim::OddEven(n) => {
+                    let c = within % n;
+                    let slot = if c.is_multiple_of(2) {
+                        c / 2
+                    } else {
+                        n / 2 + c / 2
+                    };
+                    (n, slot)
+                }
+            };
+            inner[d] *= size;
+            physical.push((size, c));
+        }
+        let offset = physical
+            .iter()
+            .rev()
+            .fold(0, |acc, &(size, c)| acc * size + c);
+        let volume = physical.iter().map(|&(size, _)| size).product();
+        (offset, volume)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn printed_text_parses_to_the_same_function(x in valid_shaped()) {
+            let reparsed: ShapedLayout = x.to_string().parse().unwrap();
+            prop_assert_eq!(&reparsed, &x);
+            let a = x.to_layout().unwrap();
+            let b = Layout::parse(&format!("morello:{x}")).unwrap();
+            prop_assert!(a.same_function(&b), "{}", x);
+        }
+
+        #[test]
+        fn printed_text_of_any_layout_parses_back(x in any_shaped()) {
+            let reparsed: ShapedLayout = x.to_string().parse().unwrap();
+            prop_assert_eq!(&reparsed, &x);
+            prop_assert_eq!(reparsed.to_layout(), x.to_layout());
+        }
+
+        #[test]
+        fn lowering_agrees_with_morellos_formula(x in valid_shaped()) {
+            let layout = x.to_layout().unwrap();
+            for coord in Coords::new(&x.shape) {
+                let (want, volume) = morello_offset(&x.shape, x.layout.dims(), &coord);
+                prop_assert_eq!(layout.offset(&coord).unwrap(), want as i64, "{} at {:?}", x, coord);
+                prop_assert_eq!(layout.cosize(), volume, "{}", x);
+            }
+            prop_assert!(layout.is_injective(), "{}", x);
+        }
+
+        #[test]
+        fn garbage_never_panics(text in "[\\[\\]0-9 ,poe()\\-x]{0,40}", raw in any::<String>()) {
+            for s in [&text, &raw] {
+                let _ = crate::notation::parse(&format!("morello:{s}"));
+                let _ = MorelloLayout::parse(s);
+                if let Ok(x) = ShapedLayout::parse(s) {
+                    let _ = x.to_layout();
+                }
+            }
+        }
+    }
 }
