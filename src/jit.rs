@@ -69,7 +69,11 @@ fn host_isa() -> Result<OwnedTargetIsa> {
     static ISA: OnceLock<std::result::Result<OwnedTargetIsa, String>> = OnceLock::new();
     ISA.get_or_init(|| {
         let mut flags = settings::builder();
-        let verify = if cfg!(debug_assertions) { "true" } else { "false" };
+        let verify = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
         for (name, value) in [
             ("opt_level", "speed"),
             ("is_pic", "false"),
@@ -109,9 +113,7 @@ pub(crate) fn compile(plan: &Plan) -> Result<Compiled> {
         .compiled_code()
         .and_then(|c| c.vcode.clone())
         .unwrap_or_default();
-    module
-        .finalize_definitions()
-        .map_err(|e| codegen_err(&e))?;
+    module.finalize_definitions().map_err(|e| codegen_err(&e))?;
     let code = module.get_finalized_function(id);
     // SAFETY: `code` is the finalized entry of a function declared with `codegen::signature`,
     // which is four i64 parameters and no result in the host's default calling convention: the
@@ -179,5 +181,7 @@ pub(crate) fn cached(
 /// Locks the cache, recovering from a panic in another thread (the map stays consistent: every
 /// update is a single insert or remove).
 fn lock(cache: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
-    cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -56,10 +56,18 @@ pub fn check_pair(src: &Layout, dst: &Layout) -> Result<()> {
             dst: dst.shape().to_vec(),
         });
     }
-    if !dst.is_injective() {
-        return Err(Error::NotInjective(format!(
-            "{dst} sends two logical coordinates to one slot"
-        )));
+    match dst.injectivity() {
+        Some(true) => {}
+        Some(false) => {
+            return Err(Error::NotInjective(format!(
+                "{dst} sends two logical coordinates to one slot"
+            )))
+        }
+        None => {
+            return Err(Error::NotInjective(format!(
+                "{dst} is too large and irregular for relayout to prove it injective"
+            )))
+        }
     }
     Ok(())
 }

@@ -124,3 +124,19 @@ fn a_cached_kernel_is_reused() {
     assert!(second.was_cached());
     assert_eq!(first.clif(), second.clif());
 }
+
+#[test]
+fn broadcast_gaps_stay_on_the_fast_path() {
+    // (4,(2,2)):(1,(0,3)) as a source: dim 1's low digit is a stride-0 gap.
+    let src = Layout::new(
+        &[4, 4],
+        vec![
+            Digit::new(Source::Dim(0), 1, None, 1),
+            Digit::new(Source::Dim(1), 2, None, 3),
+        ],
+    )
+    .unwrap();
+    assert!(src.is_separable());
+    assert!(!src.is_injective());
+    check_pair(&src, &Layout::col_major(&[4, 4]).unwrap());
+}

@@ -219,7 +219,13 @@ mod tests {
             for stage in &net.stages {
                 let apply = |x: &[usize], y: &[usize], mask: &[u8; 16]| -> Vec<usize> {
                     mask.iter()
-                        .map(|&m| if m < 16 { x[m as usize] } else { y[m as usize - 16] })
+                        .map(|&m| {
+                            if m < 16 {
+                                x[m as usize]
+                            } else {
+                                y[m as usize - 16]
+                            }
+                        })
                         .collect()
                 };
                 let half = lanes / 2;

@@ -10,7 +10,9 @@ mod indexed;
 mod kernels;
 mod loops;
 
-use cranelift_codegen::ir::{types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, Value};
+use cranelift_codegen::ir::{
+    types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, Value,
+};
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 

@@ -7,10 +7,11 @@ use super::{Coords, Layout};
 /// settle a question.
 const EXHAUSTIVE_LIMIT: usize = 1 << 26;
 
-/// The indices of dim `d`'s digits from least to most significant, if they form a plain mixed-radix
-/// number of the coordinate: no fused sources or shifts, the first divisor 1, each next divisor
-/// the previous one times its radix, and the top digit reaching the extent (or beyond: padding).
-/// Digits whose divisor is at least the extent are always 0 and are left out.
+/// The indices of dim `d`'s digits from least to most significant, if they are disjoint
+/// mixed-radix digits of the coordinate: no fused sources or shifts, and each digit starting at
+/// or above the end (`div·ext`) of the one below it. Gaps between digits are positions of stride 0
+/// (broadcast), and a dim with no digits is constant. Digits whose divisor is at least the
+/// extent are always 0 and are left out.
 pub(super) fn dim_chain(layout: &Layout, d: usize) -> Option<Vec<usize>> {
     let n = layout.shape[d];
     let mut chain = Vec::new();
@@ -26,22 +27,33 @@ pub(super) fn dim_chain(layout: &Layout, d: usize) -> Option<Vec<usize>> {
         }
     }
     chain.sort_by_key(|&i| layout.digits[i].div);
-    let mut expected = 1usize;
-    let mut covered = n == 1;
+    let mut end = Some(1usize);
     for &i in &chain {
         let digit = &layout.digits[i];
-        if covered || digit.div != expected {
+        if end.is_none_or(|end| digit.div < end) {
             return None;
         }
-        match digit.ext {
-            Some(e) => {
-                expected = expected.checked_mul(e)?;
-                covered = expected >= n;
-            }
-            None => covered = true,
+        end = digit.ext.and_then(|e| digit.div.checked_mul(e));
+    }
+    Some(chain)
+}
+
+/// Whether a chain from [`dim_chain`] determines the coordinate: no gaps, starting at 1, and
+/// reaching the extent.
+fn chain_covers(layout: &Layout, d: usize, chain: &[usize]) -> bool {
+    let n = layout.shape[d];
+    let mut end = 1usize;
+    for &i in chain {
+        let digit = &layout.digits[i];
+        if digit.div != end {
+            return false;
+        }
+        match digit.ext.and_then(|e| digit.div.checked_mul(e)) {
+            Some(next) => end = next,
+            None => return true,
         }
     }
-    covered.then_some(chain)
+    end >= n
 }
 
 /// The exact smallest and largest offset (base included) over all coordinates, or a safe
@@ -70,12 +82,15 @@ pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
     (lo, hi)
 }
 
-/// Whether no two coordinates share an offset; see [`Layout::is_injective`].
-pub(super) fn is_injective(layout: &Layout) -> bool {
-    if layout.is_separable() && separable_injective(layout) {
-        return true;
+/// Whether no two coordinates share an offset (`None`: too large to decide); see
+/// [`Layout::injectivity`].
+pub(super) fn injectivity(layout: &Layout) -> Option<bool> {
+    let covered = (0..layout.rank())
+        .all(|d| dim_chain(layout, d).is_some_and(|chain| chain_covers(layout, d, &chain)));
+    if covered && separable_injective(layout) {
+        return Some(true);
     }
-    exhaustive_injective(layout).unwrap_or(false)
+    exhaustive_injective(layout)
 }
 
 /// Sets of dims that fused digits tie together (each dim alone when nothing ties it).
@@ -103,9 +118,11 @@ fn dim_groups(layout: &Layout) -> Vec<Vec<usize>> {
     groups
 }
 
+/// The chain of a single-dim group whose digits determine the coordinate (what [`chain_span`]
+/// needs).
 fn chain_of(layout: &Layout, group: &[usize]) -> Option<Vec<usize>> {
     match group {
-        [d] => dim_chain(layout, *d),
+        [d] => dim_chain(layout, *d).filter(|chain| chain_covers(layout, *d, chain)),
         _ => None,
     }
 }

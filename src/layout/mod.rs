@@ -309,17 +309,23 @@ impl Layout {
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn is_injective(&self) -> bool {
-        analysis::is_injective(self)
+        self.injectivity() == Some(true)
     }
 
-    /// Whether every dim is a plain mixed-radix number of its own digits (no fused sources, no
-    /// shifts, digits that tile the dim). The planner's fast paths need this.
+    /// Like [`Layout::is_injective`], but `None` when the layout is too large and irregular to
+    /// decide (instead of `false`).
+    pub fn injectivity(&self) -> Option<bool> {
+        analysis::injectivity(self)
+    }
+
+    /// Whether every dim's digits are disjoint mixed-radix digits of that dim alone (no fused
+    /// sources, no shifts, no overlaps; gaps are broadcast). The planner's fast paths need this.
     pub fn is_separable(&self) -> bool {
         (0..self.rank()).all(|d| analysis::dim_chain(self, d).is_some())
     }
 
-    /// The digits of dim `d` ordered from least to most significant, if the dim is a plain
-    /// mixed-radix number (see [`Layout::is_separable`]).
+    /// The digits of dim `d` ordered from least to most significant, if they are disjoint
+    /// mixed-radix digits of the dim (see [`Layout::is_separable`]).
     pub fn dim_chain(&self, d: usize) -> Option<Vec<&Digit>> {
         analysis::dim_chain(self, d).map(|ix| ix.into_iter().map(|i| &self.digits[i]).collect())
     }
@@ -329,7 +335,7 @@ impl Layout {
     ///
     /// ```
     /// use relayout::Layout;
-    /// let l = Layout::parse("cute:((2,2),3):((1,2),4)")?;
+    /// let l = Layout::parse("cute:((2,2,3)):((1,2,4))")?;
     /// let c = l.coalesce();
     /// assert_eq!(c.digits().len(), 1);
     /// assert!(c.same_function(&l));

@@ -72,7 +72,12 @@ impl Cursor {
     pub(crate) fn eat_str(&mut self, s: &str) -> bool {
         self.skip_ws();
         let n = s.chars().count();
-        if self.chars.len() >= self.pos + n && self.chars[self.pos..self.pos + n].iter().copied().eq(s.chars()) {
+        if self.chars.len() >= self.pos + n
+            && self.chars[self.pos..self.pos + n]
+                .iter()
+                .copied()
+                .eq(s.chars())
+        {
             self.pos += n;
             true
         } else {
@@ -120,7 +125,13 @@ impl Cursor {
         while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
             value = value
                 .checked_mul(10)
-                .and_then(|v| if negative { v.checked_sub(d as i64) } else { v.checked_add(d as i64) })
+                .and_then(|v| {
+                    if negative {
+                        v.checked_sub(d as i64)
+                    } else {
+                        v.checked_add(d as i64)
+                    }
+                })
                 .ok_or_else(|| self.error_at(start, "number does not fit in 64 bits"))?;
             self.pos += 1;
         }
@@ -139,10 +150,16 @@ impl Cursor {
     pub(crate) fn ident(&mut self) -> Option<String> {
         self.skip_ws();
         let start = self.pos;
-        if !self.peek().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+        if !self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        {
             return None;
         }
-        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             self.pos += 1;
         }
         Some(self.chars[start..self.pos].iter().collect())

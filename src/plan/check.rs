@@ -8,7 +8,13 @@ use crate::layout::for_each_coord;
 pub(super) fn for_each_move(plan: &Plan, mut f: impl FnMut(usize, usize)) {
     for region in plan.regions() {
         match &region.indexed {
-            None => walk(region, &region.loops, region.src_base, region.dst_base, &mut f),
+            None => walk(
+                region,
+                &region.loops,
+                region.src_base,
+                region.dst_base,
+                &mut f,
+            ),
             Some(ix) => for_each_coord(&ix.extents, |x| {
                 let s: i128 = ix.src.iter().map(|g| g.eval(x)).sum();
                 let d: i128 = ix.dst.iter().map(|g| g.eval(x)).sum();

@@ -243,7 +243,11 @@ impl fmt::Display for Plan {
             self.work()
         )?;
         for (i, r) in self.regions.iter().enumerate() {
-            writeln!(f, "region {i}: src at {}, dst at {}", r.src_base, r.dst_base)?;
+            writeln!(
+                f,
+                "region {i}: src at {}, dst at {}",
+                r.src_base, r.dst_base
+            )?;
             let mut indent = 1;
             if let Some(ix) = &r.indexed {
                 let show = |ds: &[Digit]| {

@@ -39,7 +39,13 @@ struct Piece {
 pub(crate) fn refine_dim(src: &Layout, dst: &Layout, d: usize) -> Option<Vec<DimBox>> {
     let n = src.shape()[d];
     let (src_chain, dst_chain) = (src.dim_chain(d)?, dst.dim_chain(d)?);
+    let ends = src_chain
+        .iter()
+        .chain(&dst_chain)
+        .filter_map(|g| g.ext.and_then(|e| g.div.checked_mul(e)))
+        .filter(|&end| end < n);
     let mut bounds: Vec<usize> = src_chain.iter().chain(&dst_chain).map(|g| g.div).collect();
+    bounds.extend(ends);
     bounds.push(1);
     bounds.sort_unstable();
     bounds.dedup();
@@ -65,13 +71,14 @@ pub(crate) fn refine_dim(src: &Layout, dst: &Layout, d: usize) -> Option<Vec<Dim
     Some(boxes(&pieces, n, 0, 0))
 }
 
-/// The stride of position `div` inside the chain digit that contains it (0 if none does: the
-/// dim has extent 1 on that side).
+/// The stride of position `div` inside the chain digit that contains it, or 0 where no digit
+/// does (a broadcast gap, or a dim of extent 1 on that side).
 fn stride_at(chain: &[&Digit], div: usize) -> i64 {
     chain
         .iter()
         .rev()
         .find(|g| g.div <= div)
+        .filter(|g| g.ext.is_none_or(|e| div < g.div.saturating_mul(e)))
         .map_or(0, |g| g.stride * (div / g.div) as i64)
 }
 

@@ -9,7 +9,14 @@ const COPY_CHUNK_BYTES: usize = 16 * 1024;
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
 pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
-    let mut loops = coalesce(region.loops.iter().copied().filter(|l| l.extent > 1).collect());
+    let mut loops = coalesce(
+        region
+            .loops
+            .iter()
+            .copied()
+            .filter(|l| l.extent > 1)
+            .collect(),
+    );
     let lanes = 16 / elem_size;
     let kernel = pick_kernel(&mut loops, lanes);
     order_outer(&mut loops, kernel);

@@ -14,7 +14,11 @@ pub fn pattern<T: Element>(len: usize) -> Vec<T> {
 /// Runs `src → dst` with the JIT and with the reference on the same data (the destination
 /// pre-filled with a marker so untouched slots are compared too), for element type `T`, and
 /// panics with the layouts if the buffers differ.
-pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(src: &Layout, dst: &Layout, pad: Option<T>) {
+pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
+    src: &Layout,
+    dst: &Layout,
+    pad: Option<T>,
+) {
     let a: Vec<T> = pattern(src.cosize());
     let marker = T::from_bits(0xA5A5_A5A5_A5A5_A5A5);
     let mut want = vec![marker; dst.cosize()];
@@ -58,9 +62,17 @@ pub fn check_plan_moves(src: &Layout, dst: &Layout) {
         assert!(d < seen.len(), "plan writes outside the destination: {d}");
         assert!(!seen[d], "plan writes slot {d} twice\n{plan}");
         seen[d] = true;
-        assert_eq!(expected[d], Some(s), "slot {d} gets the wrong element\n{plan}");
+        assert_eq!(
+            expected[d],
+            Some(s),
+            "slot {d} gets the wrong element\n{plan}"
+        );
     });
-    let missed = expected.iter().zip(&seen).filter(|(e, s)| e.is_some() && !**s).count();
+    let missed = expected
+        .iter()
+        .zip(&seen)
+        .filter(|(e, s)| e.is_some() && !**s)
+        .count();
     assert_eq!(missed, 0, "plan misses {missed} elements\n{plan}");
 }
 
