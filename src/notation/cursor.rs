@@ -33,11 +33,6 @@ impl Cursor {
         self.chars.get(self.pos).copied()
     }
 
-    /// The character `n` places after the cursor.
-    pub(crate) fn peek_at(&self, n: usize) -> Option<char> {
-        self.chars.get(self.pos + n).copied()
-    }
-
     /// Consumes and returns the character at the cursor.
     pub(crate) fn bump(&mut self) -> Option<char> {
         let c = self.peek()?;

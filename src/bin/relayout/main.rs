@@ -1,0 +1,263 @@
+//! The relayout command line. `relayout --help` lists the commands; with no command it runs
+//! the demo: compile a relayout, show its plan and IR, check it and time it.
+
+mod demo;
+mod values;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use relayout::{
+    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options, Relayout,
+};
+
+#[derive(Parser)]
+#[command(name = "relayout", version, about = "JIT-compiled tensor relayouts", long_about = LONG_ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+const LONG_ABOUT: &str = "JIT-compiled tensor relayouts.
+
+Layouts are notation-prefixed strings:
+  cute:(2,(2,2)):(4,(1,2))          CuTe or MoYe text
+  xla:f32[3,5]{1,0:T(2,2)}          XLA shape with layout (sets the element type)
+  tvm:[16,64,64,128] lambda n,h,w,c: [n, c//4, h, w, c%4]
+  morello:[6,8] [1, 0, 1 p(4)]
+
+With no command, runs the demo: compiles a relayout, prints its plan and IR, checks it
+against the reference and times it against the naive loop and memcpy.";
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the buffer offset of every logical coordinate, in row-major order, on one line.
+    Offsets {
+        /// The layout.
+        layout: String,
+    },
+    /// Run the kernel on a source whose element i holds i; print the whole destination buffer.
+    Apply(PairArgs),
+    /// Print the loop nest the planner chose.
+    Plan(PairArgs),
+    /// Print the Cranelift IR of the kernel.
+    Clif(PairArgs),
+    /// Print the kernel's machine code as assembly.
+    Asm(PairArgs),
+    /// Run the kernel and the reference on random data and compare them bit for bit.
+    Check(PairArgs),
+    /// Run the demo (the same as no command).
+    Demo,
+}
+
+#[derive(Args)]
+struct PairArgs {
+    /// Source layout.
+    #[arg(long)]
+    src: String,
+    /// Destination layout.
+    #[arg(long)]
+    dst: String,
+    /// Element type: u8 i8 u16 i16 f16 bf16 u32 i32 f32 u64 i64 f64 (default f32, or XLA's type).
+    #[arg(long)]
+    dtype: Option<String>,
+    /// Value written to the destination's padding slots (which are otherwise left alone).
+    #[arg(long, allow_hyphen_values = true)]
+    pad_value: Option<String>,
+}
+
+/// A parsed pair with its element type and compiled kernel.
+struct Pair {
+    src: Layout,
+    dst: Layout,
+    dtype: DType,
+    pad_bits: Option<u64>,
+    kernel: Relayout,
+}
+
+impl PairArgs {
+    fn compile(&self) -> Result<Pair, Error> {
+        let src = notation::parse(&self.src)?;
+        let dst = notation::parse(&self.dst)?;
+        let dtype = element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?;
+        let pad_bits = self
+            .pad_value
+            .as_deref()
+            .map(|v| values::parse_value(dtype, v))
+            .transpose()?;
+        let mut options = Options::new().dtype(dtype);
+        if let Some(bits) = pad_bits {
+            options = options.pad_bits(bits);
+        }
+        let kernel = compile_relayout_with(&src.layout, &dst.layout, options)?;
+        Ok(Pair {
+            src: src.layout,
+            dst: dst.layout,
+            dtype,
+            pad_bits,
+            kernel,
+        })
+    }
+}
+
+/// The element type from `--dtype` and the types the layouts name; they must agree.
+fn element_type(
+    flag: Option<&str>,
+    src: Option<DType>,
+    dst: Option<DType>,
+) -> Result<DType, Error> {
+    let flag = flag.map(str::parse::<DType>).transpose()?;
+    let named: Vec<DType> = [flag, src, dst].into_iter().flatten().collect();
+    match named.split_first() {
+        None => Ok(DType::F32),
+        Some((first, rest)) => match rest.iter().find(|t| *t != first) {
+            Some(other) => Err(Error::ElementType(format!(
+                "conflicting element types {first} and {other} (from --dtype and the layouts)"
+            ))),
+            None => Ok(*first),
+        },
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command.unwrap_or(Command::Demo)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("relayout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<(), Error> {
+    match command {
+        Command::Offsets { layout } => {
+            let layout = Layout::parse(&layout)?;
+            println!("{}", join(layout.offsets()));
+        }
+        Command::Apply(args) => {
+            let pair = args.compile()?;
+            let src: Vec<u64> = (0..pair.src.cosize() as u64)
+                .map(|i| values::encode_index(pair.dtype, i))
+                .collect();
+            let mut dst = vec![values::mask(pair.dtype); pair.dst.cosize()];
+            with_element_type(pair.dtype, |run| run.kernel(&pair.kernel, &src, &mut dst))?;
+            println!(
+                "{}",
+                join(dst.iter().map(|&b| values::format_bits(pair.dtype, b)))
+            );
+        }
+        Command::Plan(args) => print!("{}", args.compile()?.kernel.plan()),
+        Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()),
+        Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()),
+        Command::Check(args) => {
+            let pair = args.compile()?;
+            let mismatches = check(&pair)?;
+            if mismatches > 0 {
+                return Err(Error::Codegen(format!(
+                    "{mismatches} of {} destination slots differ from the reference",
+                    pair.dst.cosize()
+                )));
+            }
+            println!(
+                "ok: {} elements, {} destination slots match the reference bit for bit",
+                pair.src.size(),
+                pair.dst.cosize()
+            );
+        }
+        Command::Demo => demo::run()?,
+    }
+    Ok(())
+}
+
+/// Runs the kernel and the reference on the same random source; returns how many slots differ.
+fn check(pair: &Pair) -> Result<usize, Error> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let src: Vec<u64> = (0..pair.src.cosize())
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state & values::mask(pair.dtype)
+        })
+        .collect();
+    let fill = !state & values::mask(pair.dtype);
+    let mut got = vec![fill; pair.dst.cosize()];
+    let mut want = got.clone();
+    with_element_type(pair.dtype, |run| {
+        run.kernel(&pair.kernel, &src, &mut got)?;
+        run.reference(&pair.src, &src, &pair.dst, &mut want, pair.pad_bits)
+    })?;
+    Ok(got.iter().zip(&want).filter(|(g, w)| g != w).count())
+}
+
+/// Calls `f` with a runner for the storage type of `dtype`'s size.
+fn with_element_type<R>(dtype: DType, f: impl FnOnce(&dyn Runner) -> R) -> R {
+    match dtype.size() {
+        1 => f(&Typed::<u8>::default()),
+        2 => f(&Typed::<u16>::default()),
+        4 => f(&Typed::<u32>::default()),
+        _ => f(&Typed::<u64>::default()),
+    }
+}
+
+/// Runs kernels and the reference on element bits held as `u64`.
+trait Runner {
+    fn kernel(&self, kernel: &Relayout, src: &[u64], dst: &mut [u64]) -> Result<(), Error>;
+    fn reference(
+        &self,
+        src_layout: &Layout,
+        src: &[u64],
+        dst_layout: &Layout,
+        dst: &mut [u64],
+        pad: Option<u64>,
+    ) -> Result<(), Error>;
+}
+
+#[derive(Default)]
+struct Typed<T>(std::marker::PhantomData<T>);
+
+impl<T: Element> Typed<T> {
+    fn narrow(bits: &[u64]) -> Vec<T> {
+        bits.iter().map(|&b| T::from_bits(b)).collect()
+    }
+
+    fn widen(from: &[T], to: &mut [u64]) {
+        for (t, v) in to.iter_mut().zip(from) {
+            *t = v.to_bits();
+        }
+    }
+}
+
+impl<T: Element> Runner for Typed<T> {
+    fn kernel(&self, kernel: &Relayout, src: &[u64], dst: &mut [u64]) -> Result<(), Error> {
+        let mut out = Self::narrow(dst);
+        kernel.run(&Self::narrow(src), &mut out)?;
+        Self::widen(&out, dst);
+        Ok(())
+    }
+
+    fn reference(
+        &self,
+        src_layout: &Layout,
+        src: &[u64],
+        dst_layout: &Layout,
+        dst: &mut [u64],
+        pad: Option<u64>,
+    ) -> Result<(), Error> {
+        let mut out = Self::narrow(dst);
+        let pad = pad.map(T::from_bits);
+        reference::relayout(src_layout, &Self::narrow(src), dst_layout, &mut out, pad)?;
+        Self::widen(&out, dst);
+        Ok(())
+    }
+}
+
+fn join<T: ToString>(items: impl IntoIterator<Item = T>) -> String {
+    items
+        .into_iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
