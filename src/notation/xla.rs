@@ -274,7 +274,7 @@ fn split_parts(parts: &[Part], t: usize) -> Option<(Vec<Part>, Vec<Part>)> {
         let last = i + 1 == parts.len();
         let next = p.checked_mul(part.radix)?;
         if next <= t {
-            if t % next != 0 && !last {
+            if !t.is_multiple_of(next) && !last {
                 return None;
             }
             low.push(part.clone());
@@ -283,11 +283,11 @@ fn split_parts(parts: &[Part], t: usize) -> Option<(Vec<Part>, Vec<Part>)> {
         }
         // `t` falls inside this part; a ceil (padded) split is only exact on the most
         // significant part, and only where no modulo applies to it.
-        if t % p != 0 {
+        if !t.is_multiple_of(p) {
             return None;
         }
         let r = t / p;
-        if part.radix % r != 0 && !(last && part.top) {
+        if !part.radix.is_multiple_of(r) && !(last && part.top) {
             return None;
         }
         low.push(Part {
