@@ -287,7 +287,7 @@ fn split_parts(parts: &[Part], t: usize) -> Option<(Vec<Part>, Vec<Part>)> {
             return None;
         }
         let r = t / p;
-        if !part.radix.is_multiple_of(r) && !(last && part.top) {
+        if !(part.radix.is_multiple_of(r) || last && part.top) {
             return None;
         }
         low.push(Part {
