@@ -82,3 +82,76 @@ pub(super) fn same_function(a: &Layout, b: &Layout) -> bool {
     }
     Coords::new(&a.shape).all(|c| a.offset_unchecked(&c) == b.offset_unchecked(&c))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Random layouts: per dim a chain of digits with random radices and strides, sometimes an
+    /// extra arbitrary digit (overlapping, shifted or fused), and a random base.
+    fn arb_layout() -> impl Strategy<Value = Layout> {
+        let shape = proptest::collection::vec(1usize..=7, 1..=3);
+        shape
+            .prop_flat_map(|shape| {
+                let rank = shape.len();
+                let chains = proptest::collection::vec(
+                    proptest::collection::vec((1usize..=4, -12i64..=12), 1..=3),
+                    rank,
+                );
+                let extra =
+                    proptest::option::of((0..rank, 1usize..=4, 1usize..=5, -9i64..=9, -3i64..=3));
+                (Just(shape), chains, extra, -5i64..=5)
+            })
+            .prop_map(|(shape, chains, extra, base)| {
+                let mut digits = Vec::new();
+                for (d, chain) in chains.iter().enumerate() {
+                    let mut div = 1;
+                    for (k, &(radix, stride)) in chain.iter().enumerate() {
+                        let ext = (k + 1 < chain.len()).then_some(radix);
+                        digits.push(Digit::new(Source::Dim(d), div, ext, stride));
+                        div *= radix;
+                    }
+                }
+                if let Some((d, div, ext, stride, shift)) = extra {
+                    let source = Source::fused([(d, 1), ((d + 1) % shape.len(), 2)]);
+                    digits.push(Digit {
+                        source,
+                        shift,
+                        div,
+                        ext: Some(ext),
+                        stride,
+                    });
+                }
+                Layout::from_parts(&shape, digits, base, None).unwrap()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn coalescing_never_changes_the_function(l in arb_layout()) {
+            let c = l.coalesce();
+            prop_assert_eq!(c.offsets(), l.offsets(), "{} became {}", l, c);
+            prop_assert!(c.digits().len() <= l.digits().len());
+            prop_assert_eq!(c.coalesce(), c.clone());
+            prop_assert_eq!((c.min_offset(), c.max_offset()), (l.min_offset(), l.max_offset()));
+        }
+
+        #[test]
+        fn injectivity_agrees_with_counting_offsets(l in arb_layout()) {
+            let mut offsets = l.offsets();
+            offsets.sort_unstable();
+            offsets.dedup();
+            prop_assert_eq!(l.is_injective(), offsets.len() == l.size(), "{}", l);
+        }
+
+        #[test]
+        fn the_span_is_exact(l in arb_layout()) {
+            let offsets = l.offsets();
+            prop_assert_eq!(l.min_offset(), *offsets.iter().min().unwrap());
+            prop_assert_eq!(l.max_offset(), *offsets.iter().max().unwrap());
+        }
+    }
+}
