@@ -29,17 +29,22 @@ fn layout_cases() -> Vec<Value> {
     all.into_iter().filter(|c| c.get("op").is_none()).collect()
 }
 
-fn offsets_from_cli(text: &str) -> Vec<i64> {
+/// Runs the command line and returns what it printed, failing the test on a non-zero exit.
+fn run_cli(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(["offsets", text])
+        .args(args)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{text}: {}",
+        "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn offsets_from_cli(text: &str) -> Vec<i64> {
+    let line = run_cli(&["offsets", text]);
     assert_eq!(line.lines().count(), 1, "{text}: one line of offsets");
     line.split(' ').map(|x| x.trim().parse().unwrap()).collect()
 }
@@ -121,15 +126,7 @@ fn cli_apply_prints_what_the_reference_gives() {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let out = Command::new(env!("CARGO_BIN_EXE_relayout"))
-            .args(["apply", "--src", &src, "--dst", &text, "--dtype", "u32"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{text}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let printed = run_cli(&["apply", "--src", &src, "--dst", &text, "--dtype", "u32"]);
         let rm = Layout::row_major(l.shape()).unwrap();
         let a: Vec<u32> = (0..rm.cosize() as u32).collect();
         let mut want = vec![u32::MAX; l.cosize()];
@@ -139,10 +136,6 @@ fn cli_apply_prints_what_the_reference_gives() {
             .map(|v| v.to_string())
             .collect::<Vec<_>>()
             .join(" ");
-        assert_eq!(
-            String::from_utf8(out.stdout).unwrap().trim_end(),
-            want,
-            "{text}"
-        );
+        assert_eq!(printed.trim_end(), want, "{text}");
     }
 }
