@@ -233,17 +233,27 @@ impl Relayout {
         &self.plan
     }
 
-    /// The Cranelift IR of the kernel, as text.
-    pub fn clif(&self) -> &str {
-        &self.kernel.clif
+    /// The Cranelift IR of the kernel, as text (generated on first request).
+    ///
+    /// ```
+    /// use relayout::{compile_relayout, Layout};
+    ///
+    /// let r = compile_relayout(&Layout::row_major(&[64, 64])?, &Layout::col_major(&[64, 64])?)?;
+    /// assert!(r.clif()?.contains("shuffle"));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn clif(&self) -> Result<&str> {
+        self.kernel.clif()
     }
 
-    /// The kernel's machine code as assembly text (Cranelift's disassembly of its final code).
-    pub fn asm(&self) -> &str {
-        &self.kernel.asm
+    /// The kernel's machine code as assembly text: Cranelift's listing of its final code, made by
+    /// compiling the function once more with disassembly on the first time it is asked for (so
+    /// that ordinary compiles do not pay for it).
+    pub fn asm(&self) -> Result<&str> {
+        self.kernel.asm()
     }
 
-    /// Microseconds Cranelift took to compile this kernel (when it was compiled, not on a hit).
+    /// Microseconds spent planning and compiling this kernel (when it was compiled, not on a hit).
     pub fn compile_micros(&self) -> f64 {
         self.kernel.compile_micros
     }

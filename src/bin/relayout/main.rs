@@ -149,8 +149,8 @@ fn run(command: Command) -> Result<(), Error> {
             );
         }
         Command::Plan(args) => print!("{}", args.compile()?.kernel.plan()),
-        Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()),
-        Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()),
+        Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()?),
+        Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()?),
         Command::Check(args) => {
             let pair = args.compile()?;
             let mismatches = check(&pair)?;
