@@ -140,3 +140,52 @@ fn broadcast_gaps_stay_on_the_fast_path() {
     assert!(!src.is_injective());
     check_pair(&src, &Layout::col_major(&[4, 4]).unwrap());
 }
+
+/// `[n, c]` row-major against `c` split into blocks of `k` moved innermost (NCHWc-style packing
+/// of a 2-D tensor: `[c // k, n, c % k]`).
+fn packed(n: usize, c: usize, k: usize) -> Layout {
+    Layout::parse(&format!(
+        "tvm:[{n},{c}] lambda n, c: [c // {k}, n, c % {k}]"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn zip_and_unzip_kernels_for_short_strips() {
+    use relayout::plan::{Kernel, Plan};
+    for elem in [1usize, 2, 4, 8] {
+        let lanes = 16 / elem;
+        for k in [2, 4, 8].into_iter().filter(|&k| k < lanes) {
+            for n in [lanes, 3 * lanes + 1, 40] {
+                // Strips of k interleaved in the source become rows of n: unzip; and back: zip.
+                let rows = Layout::row_major(&[k, n]).unwrap();
+                let interleaved = Layout::col_major(&[k, n]).unwrap();
+                let unzip = Plan::new(&interleaved, &rows, elem).unwrap();
+                assert!(
+                    matches!(unzip.regions()[0].kernel, Kernel::Unzip { .. }),
+                    "{elem}-byte, k {k}, n {n}:\n{unzip}"
+                );
+                let zip = Plan::new(&rows, &interleaved, elem).unwrap();
+                assert!(
+                    matches!(zip.regions()[0].kernel, Kernel::Zip { .. }),
+                    "{elem}-byte, k {k}, n {n}:\n{zip}"
+                );
+                check_pair(&interleaved, &rows);
+                check_pair(&rows, &interleaved);
+            }
+        }
+    }
+    // Packing with blocks of 4 and 8 (including a padded last block) in both directions.
+    for (n, c, k) in [(16, 8, 4), (33, 16, 8), (17, 12, 8), (64, 6, 4)] {
+        let rm = Layout::row_major(&[n, c]).unwrap();
+        check_pair(&rm, &packed(n, c, k));
+        check_pair(&packed(n, c, k), &rm);
+    }
+    // XLA's (2,1) sub-tiles pair rows of 16-bit elements.
+    for (r, c) in [(16, 256), (10, 130)] {
+        let src = Layout::parse(&format!("xla:bf16[{r},{c}]{{1,0}}")).unwrap();
+        let dst = Layout::parse(&format!("xla:bf16[{r},{c}]{{1,0:T(8,128)(2,1)}}")).unwrap();
+        check_pair(&src, &dst);
+        check_pair(&dst, &src);
+    }
+}

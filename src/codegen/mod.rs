@@ -9,6 +9,7 @@
 mod indexed;
 mod kernels;
 mod loops;
+mod network;
 
 use cranelift_codegen::ir::{
     types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, Value,

@@ -57,6 +57,43 @@ pub enum Kernel {
         /// Elements per 16-byte vector.
         lanes: usize,
     },
+    /// Interleave `short.extent` strips (2, 4, 8 …, fewer than `lanes`) in registers: each strip
+    /// runs along `long`, which is contiguous in the source (`long.src_stride == 1`); the
+    /// destination holds the strips interleaved (`short.dst_stride == 1`,
+    /// `long.dst_stride == short.extent`). Loads one vector per strip, stores whole vectors of the
+    /// interleaved run; no lane crosses into another strip's register.
+    Zip {
+        /// The short, destination-contiguous loop.
+        short: Loop,
+        /// The long, source-contiguous loop.
+        long: Loop,
+        /// Elements per 16-byte vector.
+        lanes: usize,
+    },
+    /// The inverse of [`Kernel::Zip`]: the source holds `short.extent` strips interleaved
+    /// (`short.src_stride == 1`, `long.src_stride == short.extent`) and the destination holds
+    /// each strip contiguously along `long` (`long.dst_stride == 1`).
+    Unzip {
+        /// The short, source-contiguous loop.
+        short: Loop,
+        /// The long, destination-contiguous loop.
+        long: Loop,
+        /// Elements per 16-byte vector.
+        lanes: usize,
+    },
+}
+
+impl Kernel {
+    /// The two loops a tile kernel (transpose, zip, unzip) covers, or `None` for the others.
+    pub fn tile_loops(&self) -> Option<(Loop, Loop)> {
+        match *self {
+            Kernel::Transpose { a, b, .. } => Some((a, b)),
+            Kernel::Zip { short, long, .. } | Kernel::Unzip { short, long, .. } => {
+                Some((short, long))
+            }
+            Kernel::Element | Kernel::Copy { .. } => None,
+        }
+    }
 }
 
 /// Dims iterated by one flat counter whose coordinates and offsets are computed with div/mod.
@@ -288,6 +325,16 @@ impl fmt::Display for Plan {
                     f,
                     "{pad}transpose {lanes}x{lanes} register tiles: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
                     a.extent, a.dst_stride, b.extent, b.src_stride
+                )?,
+                Kernel::Zip { short, long, lanes } => writeln!(
+                    f,
+                    "{pad}zip {} strips of {} in registers ({lanes} lanes): strips at src += {}, interleaved into dst",
+                    short.extent, long.extent, short.src_stride
+                )?,
+                Kernel::Unzip { short, long, lanes } => writeln!(
+                    f,
+                    "{pad}unzip {} interleaved strips of {} in registers ({lanes} lanes): strips to dst += {}",
+                    short.extent, long.extent, short.dst_stride
                 )?,
             }
         }

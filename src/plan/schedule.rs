@@ -75,12 +75,15 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
         .position(|l| l.dst_stride == 1 && l.extent >= lanes);
     if let (Some(ia), Some(ib)) = (a, b) {
         let (la, lb) = (loops[ia], loops[ib]);
-        loops.retain(|l| *l != la && *l != lb);
+        remove_two(loops, ia, ib);
         return Kernel::Transpose {
             a: la,
             b: lb,
             lanes,
         };
+    }
+    if let Some(kernel) = pick_zip(loops, lanes) {
+        return kernel;
     }
     if let Some(i) = (0..loops.len()).min_by_key(|&i| {
         let l = loops[i];
@@ -90,6 +93,37 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
         loops.push(inner);
     }
     Kernel::Element
+}
+
+/// A zip or unzip: a short loop (a power of two below `lanes`) that is contiguous on one side
+/// and interleaved with a long loop (at least `lanes`) that is contiguous on the other.
+fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
+    let short_ok = |l: &Loop| l.extent.is_power_of_two() && (2..lanes).contains(&l.extent);
+    for (i, short) in loops.iter().enumerate() {
+        for (j, long) in loops.iter().enumerate() {
+            if i == j || !short_ok(short) || long.extent < lanes {
+                continue;
+            }
+            let k = short.extent as i64;
+            let (short, long) = (*short, *long);
+            let kernel = if short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k {
+                Kernel::Zip { short, long, lanes }
+            } else if short.src_stride == 1 && long.src_stride == k && long.dst_stride == 1 {
+                Kernel::Unzip { short, long, lanes }
+            } else {
+                continue;
+            };
+            remove_two(loops, i, j);
+            return Some(kernel);
+        }
+    }
+    None
+}
+
+/// Removes the loops at two distinct positions.
+fn remove_two(loops: &mut Vec<Loop>, i: usize, j: usize) {
+    loops.remove(i.max(j));
+    loops.remove(i.min(j));
 }
 
 /// Orders the loops outside the kernel (all but an element kernel's innermost loop) from the
