@@ -32,7 +32,16 @@ fn every_permutation_pair_of_small_shapes() {
 
 #[test]
 fn transposes_with_tails_for_every_element_size() {
-    for (m, n) in [(16, 16), (17, 33), (64, 40), (5, 100), (100, 5)] {
+    // Small tiles with tails, and blocks of destination lines (with partial blocks) beyond.
+    for (m, n) in [
+        (16, 16),
+        (17, 33),
+        (64, 40),
+        (5, 100),
+        (100, 5),
+        (150, 150),
+        (40, 133),
+    ] {
         let src = Layout::row_major(&[m, n]).unwrap();
         let dst = Layout::col_major(&[m, n]).unwrap();
         check_pair(&src, &dst);

@@ -67,32 +67,47 @@ impl Emitter<'_> {
 
     /// Tiles of `lanes × lanes` elements: `lanes` vector loads along `a` (one per step of `b`),
     /// a shuffle network, `lanes` vector stores along `b`; the rest of each loop element-wise.
+    /// When `b` holds only a few tiles (a strip of destination lines), each step along `a`
+    /// transposes the whole strip, so every destination line is written at once.
     fn transpose(&mut self, a: Loop, b: Loop, lanes: usize, s: Value, d: Value) {
         let l = lanes as i64;
         let (whole_a, whole_b) = (a.extent / lanes, b.extent / lanes);
-        let rows = Loop {
-            extent: whole_b,
-            src_stride: l * b.src_stride,
-            dst_stride: l,
-        };
-        let tiles = Loop {
+        let tiles_a = Loop {
             extent: whole_a,
             src_stride: l,
             dst_stride: l * a.dst_stride,
         };
+        let tiles_b = Loop {
+            extent: whole_b,
+            src_stride: l * b.src_stride,
+            dst_stride: l,
+        };
+        if whole_b <= MAX_UNROLLED_TILES {
+            self.fixed_loop(tiles_a, s, d, |e, s, d| {
+                for j in 0..whole_b as i64 {
+                    let s = e.advance(s, j * tiles_b.src_stride);
+                    let d = e.advance(d, j * tiles_b.dst_stride);
+                    e.transpose_tile(a, b, lanes, s, d);
+                }
+            });
+        } else {
+            self.fixed_loop(tiles_b, s, d, |e, s, d| {
+                e.fixed_loop(tiles_a, s, d, |e, s, d| e.transpose_tile(a, b, lanes, s, d))
+            });
+        }
         let rest_a = Loop {
             extent: a.extent % lanes,
             ..a
         };
-        let strip_b = Loop { extent: lanes, ..b };
-        self.fixed_loop(rows, s, d, |e, s, d| {
-            e.fixed_loop(tiles, s, d, |e, s, d| e.transpose_tile(a, b, lanes, s, d));
-            if rest_a.extent > 0 {
-                let done = (whole_a * lanes) as i64;
-                let (s, d) = (e.advance(s, done), e.advance(d, done * a.dst_stride));
-                e.nest(&[rest_a, strip_b], Kernel::Element, s, d);
-            }
-        });
+        if rest_a.extent > 0 && whole_b > 0 {
+            let done = (whole_a * lanes) as i64;
+            let (s, d) = (self.advance(s, done), self.advance(d, done * a.dst_stride));
+            let whole = Loop {
+                extent: whole_b * lanes,
+                ..b
+            };
+            self.nest(&[rest_a, whole], Kernel::Element, s, d);
+        }
         let rest_b = Loop {
             extent: b.extent % lanes,
             ..b

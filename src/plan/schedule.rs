@@ -5,6 +5,11 @@ use super::{Kernel, Loop, Region};
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
+/// A cache line: transposes write destination runs of at least this many bytes at a time.
+const LINE_BYTES: usize = 64;
+/// Bytes of one transpose block (a strip of destination lines times a width of source runs):
+/// small enough for the L1 cache, with the source read as long strips.
+const TILE_BYTES: usize = 4096;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
@@ -27,7 +32,35 @@ pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
     };
     match kernel {
         Kernel::Copy { len } if len * elem_size > 4 * COPY_CHUNK_BYTES => {
-            split_copy(region, len, COPY_CHUNK_BYTES / elem_size)
+            let run = Loop {
+                extent: len,
+                src_stride: 1,
+                dst_stride: 1,
+            };
+            split_tile_loop(region, run, COPY_CHUNK_BYTES / elem_size, |len| {
+                Kernel::Copy { len }
+            })
+        }
+        Kernel::Transpose { a, b, lanes } => {
+            let strip = lanes.max(LINE_BYTES / elem_size);
+            let width = (TILE_BYTES / elem_size / strip).max(lanes);
+            split_tile_loop(region, b, strip, |extent| Kernel::Transpose {
+                a,
+                b: Loop { extent, ..b },
+                lanes,
+            })
+            .into_iter()
+            .flat_map(|r| match r.kernel {
+                Kernel::Transpose { b, .. } => {
+                    split_tile_loop(r, a, width, |extent| Kernel::Transpose {
+                        a: Loop { extent, ..a },
+                        b,
+                        lanes,
+                    })
+                }
+                _ => vec![r],
+            })
+            .collect()
         }
         _ => vec![region],
     }
@@ -142,23 +175,33 @@ fn order_outer(loops: &mut [Loop], kernel: Kernel) {
     });
 }
 
-/// A copy of `len` elements as whole `chunk`s (one more loop, innermost) plus a region for the rest.
-fn split_copy(region: Region, len: usize, chunk: usize) -> Vec<Region> {
-    let (whole, rest) = (len / chunk, len % chunk);
+/// Splits one loop of a region's kernel (`run`, with extent and strides) into whole blocks of
+/// `block` steps, as a new innermost loop of the region around a kernel of `block` steps, plus a
+/// region for the remaining steps; `kernel(n)` is the kernel over `n` steps.
+fn split_tile_loop(
+    region: Region,
+    run: Loop,
+    block: usize,
+    kernel: impl Fn(usize) -> Kernel,
+) -> Vec<Region> {
+    let (whole, rest) = (run.extent / block, run.extent % block);
+    if whole <= 1 {
+        return vec![region];
+    }
     let mut main = region.clone();
     main.loops.push(Loop {
         extent: whole,
-        src_stride: chunk as i64,
-        dst_stride: chunk as i64,
+        src_stride: block as i64 * run.src_stride,
+        dst_stride: block as i64 * run.dst_stride,
     });
-    main.kernel = Kernel::Copy { len: chunk };
+    main.kernel = kernel(block);
     let mut out = vec![main];
     if rest > 0 {
-        let done = (whole * chunk) as i64;
+        let done = (whole * block) as i64;
         out.push(Region {
-            src_base: region.src_base + done,
-            dst_base: region.dst_base + done,
-            kernel: Kernel::Copy { len: rest },
+            src_base: region.src_base + done * run.src_stride,
+            dst_base: region.dst_base + done * run.dst_stride,
+            kernel: kernel(rest),
             ..region
         });
     }
