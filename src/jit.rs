@@ -17,6 +17,7 @@ use crate::codegen;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::plan::Plan;
+use crate::runtime;
 
 /// Kernels the cache keeps alive; the oldest is dropped first when it is full.
 const CACHE_CAPACITY: usize = 256;
@@ -63,7 +64,10 @@ impl Compiled {
     pub(crate) unsafe fn call(&self, src: *const u8, dst: *mut u8, begin: usize, end: usize) {
         // SAFETY: the caller upholds the buffer contract above; the generated code touches only
         // the elements the plan maps, all inside those lengths (checked by the plan tests).
-        unsafe { (self.entry)(src, dst, begin as i64, end as i64) }
+        unsafe { (self.entry)(src, dst, begin as i64, end as i64) };
+        if self.plan.regions().iter().any(|r| r.streamed) {
+            runtime::fence();
+        }
     }
 }
 
@@ -98,7 +102,14 @@ fn host_isa() -> Result<OwnedTargetIsa> {
 fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let codegen_err = |e: &dyn std::fmt::Display| Error::Codegen(e.to_string());
     let isa = host_isa()?;
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+    builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows as *const u8);
+    let mut module = JITModule::new(builder);
+    let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
+    let stream_rows = module
+        .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
+        .map_err(|e| codegen_err(&e))?;
+    debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
     let mut ctx = Context::new();
     ctx.func = function(&plan, module.isa());
     let id = module

@@ -10,6 +10,7 @@ pub mod notation;
 pub mod plan;
 pub mod reference;
 mod relayout;
+mod runtime;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

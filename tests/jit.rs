@@ -198,3 +198,23 @@ fn zip_and_unzip_kernels_for_short_strips() {
         check_pair(&dst, &src);
     }
 }
+
+#[test]
+fn large_destinations_are_streamed_and_correct() {
+    use relayout::plan::{Plan, STREAM_MIN_BYTES};
+    // 12 MB of u32 in runs of 1_000_003 elements (runs after the first start unaligned),
+    // and a permutation that moves runs of 300_000 elements.
+    let long = Layout::row_major(&[3, 1_000_003]).unwrap();
+    let runs = Layout::row_major(&[3, 4, 300_000]).unwrap();
+    let swapped = Layout::ordered(&[3, 4, 300_000], &[1, 0, 2]).unwrap();
+    for (src, dst) in [(&long, &long), (&runs, &swapped)] {
+        assert!(dst.cosize() * 4 >= STREAM_MIN_BYTES);
+        let plan = Plan::new(src, dst, 4).unwrap();
+        assert!(plan.regions().iter().any(|r| r.streamed), "{plan}");
+        check_pair_as::<u32>(src, dst, None);
+        check_pair_as::<u32>(src, dst, Some(7));
+    }
+    // 1-byte elements in runs of an odd length: every run after the first starts unaligned.
+    let bytes = Layout::row_major(&[3, 3_000_001]).unwrap();
+    check_pair_as::<u8>(&bytes, &bytes, None);
+}

@@ -1,7 +1,7 @@
 //! The innermost operations: one element, a contiguous copy, and the shuffle-network tiles
 //! (transpose, zip, unzip).
 
-use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
+use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Type, Value};
 
 use super::network::{Network, Tile, VECTOR_BYTES};
 use super::Emitter;
@@ -17,6 +17,17 @@ const COPY_UNROLL: i64 = 4;
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`.
     pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
+        match (kernel, self.streaming) {
+            (Kernel::Copy { len }, Some(routine)) => {
+                let bytes = len as i64 * self.elem_size;
+                self.call_stream_rows(routine, s, d, [1, bytes, 0, 0]);
+            }
+            _ => self.store_kernel(kernel, s, d),
+        }
+    }
+
+    /// Emits `kernel` with ordinary stores.
+    fn store_kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
         match kernel {
             Kernel::Element => self.move_bytes(s, d, 0, self.elem_size),
             Kernel::Copy { len } => self.copy(s, d, len as i64 * self.elem_size),
@@ -117,6 +128,16 @@ impl Emitter<'_> {
             let (s, d) = (self.advance(s, done * b.src_stride), self.advance(d, done));
             self.nest(&[rest_b, a], Kernel::Element, s, d);
         }
+    }
+
+    /// `stream_rows(s, d, rows, row_bytes, src_stride, dst_stride)`, the last four (byte counts)
+    /// given as `shape`.
+    fn call_stream_rows(&mut self, routine: FuncRef, s: Value, d: Value, shape: [i64; 4]) {
+        let [rows, row_bytes, src_stride, dst_stride] =
+            shape.map(|v| self.b.ins().iconst(types::I64, v));
+        self.b
+            .ins()
+            .call(routine, &[s, d, rows, row_bytes, src_stride, dst_stride]);
     }
 
     /// One register tile: row `i` (`lanes` elements along `a`) loads from `s + i·b.src_stride`;

@@ -32,6 +32,10 @@ use crate::error::{Error, Result};
 use crate::layout::{Digit, Layout, Source};
 use crate::reference::check_pair;
 
+/// Destinations of at least this many bytes are written with streaming stores, which skip the
+/// cache: worth it once the destination cannot stay in the cache anyway.
+pub const STREAM_MIN_BYTES: usize = 8 << 20;
+
 /// Regions beyond this count (from many padded dims at once) send the padded dims to the indexed
 /// path instead.
 const MAX_REGIONS: usize = 64;
@@ -127,6 +131,9 @@ pub struct Region {
     pub loops: Vec<Loop>,
     /// The innermost operation.
     pub kernel: Kernel,
+    /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
+    /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine.
+    pub streamed: bool,
 }
 
 impl Region {
@@ -184,6 +191,7 @@ impl Plan {
         });
         let src_base = src.base() - src.buffer_start();
         let dst_base = dst.base() - dst.buffer_start();
+        let stream = dst.cosize().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
         let mut regions = Vec::new();
         for combo in box_combinations(&boxes) {
             let loops: Vec<Loop> = combo.iter().flat_map(|b| b.loops.iter().copied()).collect();
@@ -193,8 +201,9 @@ impl Plan {
                 indexed: indexed.clone(),
                 loops,
                 kernel: Kernel::Element,
+                streamed: false,
             };
-            regions.extend(schedule::schedule(region, elem_size));
+            regions.extend(schedule::schedule(region, elem_size, stream));
         }
         Ok(Plan {
             elem_size,
@@ -316,6 +325,11 @@ impl fmt::Display for Plan {
             let pad = "  ".repeat(indent);
             match r.kernel {
                 Kernel::Element => writeln!(f, "{pad}move 1 element")?,
+                Kernel::Copy { len } if r.streamed => writeln!(
+                    f,
+                    "{pad}copy {len} contiguous elements ({} bytes, streaming stores)",
+                    len * self.elem_size
+                )?,
                 Kernel::Copy { len } => writeln!(
                     f,
                     "{pad}copy {len} contiguous elements ({} bytes, 16-byte vectors)",

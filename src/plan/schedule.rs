@@ -5,15 +5,23 @@ use super::{Kernel, Loop, Region};
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
+/// Streamed copies hand runs of at least this many bytes to the streaming routine (one call each).
+const STREAM_COPY_MIN_BYTES: usize = 1024;
 /// A cache line: transposes write destination runs of at least this many bytes at a time.
 const LINE_BYTES: usize = 64;
 /// Bytes of one transpose block (a strip of destination lines times a width of source runs):
 /// small enough for the L1 cache, with the source read as long strips.
 const TILE_BYTES: usize = 4096;
+/// Strips of destination lines per macro block of a transpose.
+const MACRO_STRIPS: usize = 16;
+/// Blocks along the source runs per macro block of a transpose.
+const MACRO_BLOCKS: usize = 4;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
-pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
+/// With `stream`, long copies and transposes write with streaming stores (see
+/// [`Region::streamed`]).
+pub(super) fn schedule(region: Region, elem_size: usize, stream: bool) -> Vec<Region> {
     let mut loops = coalesce(
         region
             .loops
@@ -30,7 +38,7 @@ pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
         kernel,
         ..region
     };
-    match kernel {
+    let regions = match kernel {
         Kernel::Copy { len } if len * elem_size > 4 * COPY_CHUNK_BYTES => {
             let run = Loop {
                 extent: len,
@@ -41,29 +49,20 @@ pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
                 Kernel::Copy { len }
             })
         }
-        Kernel::Transpose { a, b, lanes } => {
-            let strip = lanes.max(LINE_BYTES / elem_size);
-            let width = (TILE_BYTES / elem_size / strip).max(lanes);
-            split_tile_loop(region, b, strip, |extent| Kernel::Transpose {
-                a,
-                b: Loop { extent, ..b },
-                lanes,
-            })
-            .into_iter()
-            .flat_map(|r| match r.kernel {
-                Kernel::Transpose { b, .. } => {
-                    split_tile_loop(r, a, width, |extent| Kernel::Transpose {
-                        a: Loop { extent, ..a },
-                        b,
-                        lanes,
-                    })
-                }
-                _ => vec![r],
-            })
-            .collect()
-        }
+        Kernel::Transpose { a, b, lanes } => block_transpose(region, a, b, lanes, elem_size),
         _ => vec![region],
-    }
+    };
+    regions
+        .into_iter()
+        .map(|r| Region {
+            streamed: stream
+                && match r.kernel {
+                    Kernel::Copy { len } => len * elem_size >= STREAM_COPY_MIN_BYTES,
+                    _ => false,
+                },
+            ..r
+        })
+        .collect()
 }
 
 /// Merges loops that continue each other on both sides (CuTe's coalesce rule on both layouts at
@@ -151,6 +150,69 @@ fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
         }
     }
     None
+}
+
+/// Cuts a transpose into blocks: strips of whole destination lines along `b` (`LINE_BYTES`),
+/// blocks of `TILE_BYTES` along `a`, and then groups of strips and blocks into macro blocks of
+/// about `MACRO_STRIPS × MACRO_BLOCKS` kernels, so that one macro block touches a few hundred
+/// pages on each side (the TLB's reach) while the source is still read in long strips.
+fn block_transpose(
+    region: Region,
+    a: Loop,
+    b: Loop,
+    lanes: usize,
+    elem_size: usize,
+) -> Vec<Region> {
+    let strip = lanes.max(LINE_BYTES / elem_size);
+    let width = (TILE_BYTES / elem_size / strip).max(lanes);
+    let outer = region.loops.len();
+    let strips = split_tile_loop(region, b, strip, |extent| Kernel::Transpose {
+        a,
+        b: Loop { extent, ..b },
+        lanes,
+    });
+    let mut out = Vec::new();
+    for r in strips {
+        let Kernel::Transpose { b, .. } = r.kernel else {
+            out.push(r);
+            continue;
+        };
+        out.extend(split_tile_loop(r, a, width, |extent| Kernel::Transpose {
+            a: Loop { extent, ..a },
+            b,
+            lanes,
+        }));
+    }
+    for r in &mut out {
+        if let [strips, blocks] = r.loops[outer..] {
+            let (strips_out, strips_in) = group(strips, MACRO_STRIPS);
+            let (blocks_out, blocks_in) = group(blocks, MACRO_BLOCKS);
+            r.loops.truncate(outer);
+            r.loops.extend(
+                [strips_out, blocks_out, strips_in, blocks_in]
+                    .into_iter()
+                    .filter(|l| l.extent > 1),
+            );
+        }
+    }
+    out
+}
+
+/// Splits `l` into an outer and an inner loop, the inner one of the largest extent that divides
+/// `l.extent` and is at most `most`.
+fn group(l: Loop, most: usize) -> (Loop, Loop) {
+    let inner = (1..=most.min(l.extent))
+        .rev()
+        .find(|&g| l.extent.is_multiple_of(g))
+        .unwrap_or(1);
+    (
+        Loop {
+            extent: l.extent / inner,
+            src_stride: l.src_stride * inner as i64,
+            dst_stride: l.dst_stride * inner as i64,
+        },
+        Loop { extent: inner, ..l },
+    )
 }
 
 /// Removes the loops at two distinct positions.
