@@ -198,12 +198,13 @@ fn block_transpose(
     out
 }
 
-/// Splits `l` into an outer and an inner loop, the inner one of the largest extent that divides
-/// `l.extent` and is at most `most`.
-fn group(l: Loop, most: usize) -> (Loop, Loop) {
-    let inner = (1..=most.min(l.extent))
-        .rev()
-        .find(|&g| l.extent.is_multiple_of(g))
+/// Splits `l` into an outer and an inner loop, the inner one of the extent that divides `l.extent`
+/// and is nearest `target` by ratio.
+fn group(l: Loop, target: usize) -> (Loop, Loop) {
+    let ratio = |g: usize| (g as f64 / target as f64).ln().abs();
+    let inner = (1..=l.extent.min(4 * target))
+        .filter(|&g| l.extent.is_multiple_of(g))
+        .min_by(|&x, &y| ratio(x).total_cmp(&ratio(y)))
         .unwrap_or(1);
     (
         Loop {
