@@ -95,11 +95,7 @@ impl Emitter<'_> {
         };
         if whole_b <= MAX_UNROLLED_TILES {
             self.fixed_loop(tiles_a, s, d, |e, s, d| {
-                for j in 0..whole_b as i64 {
-                    let s = e.advance(s, j * tiles_b.src_stride);
-                    let d = e.advance(d, j * tiles_b.dst_stride);
-                    e.transpose_tile(a, b, lanes, s, d);
-                }
+                e.fixed_loop(tiles_b, s, d, |e, s, d| e.transpose_tile(a, b, lanes, s, d))
             });
         } else {
             self.fixed_loop(tiles_b, s, d, |e, s, d| {
