@@ -16,7 +16,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::codegen;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::plan::Plan;
+use crate::plan::{Blocking, Plan};
 use crate::runtime;
 
 /// Kernels the cache keeps alive; the oldest is dropped first when it is full.
@@ -185,6 +185,7 @@ struct Key {
     src: Layout,
     dst: Layout,
     elem_size: usize,
+    blocking: Blocking,
 }
 
 /// A bounded cache of compiled kernels keyed by layout pair and element size.
@@ -200,6 +201,7 @@ pub(crate) fn cached(
     src: &Layout,
     dst: &Layout,
     elem_size: usize,
+    blocking: Blocking,
 ) -> Result<(Arc<Plan>, Arc<Compiled>, bool)> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
@@ -207,12 +209,13 @@ pub(crate) fn cached(
         src: src.clone(),
         dst: dst.clone(),
         elem_size,
+        blocking,
     };
     if let Some((plan, kernel)) = lock(cache).kernels.get(&key) {
         return Ok((plan.clone(), kernel.clone(), true));
     }
     let start = Instant::now();
-    let plan = Arc::new(Plan::new(src, dst, elem_size)?);
+    let plan = Arc::new(Plan::with_blocking(src, dst, elem_size, blocking)?);
     let kernel = Arc::new(compile(plan.clone(), start)?);
     let mut guard = lock(cache);
     if guard.kernels.len() >= CACHE_CAPACITY {

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod reference;
 mod relayout;
 mod runtime;
+mod tune;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

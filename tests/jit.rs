@@ -218,3 +218,36 @@ fn large_destinations_are_streamed_and_correct() {
     let bytes = Layout::row_major(&[3, 3_000_001]).unwrap();
     check_pair_as::<u8>(&bytes, &bytes, None);
 }
+
+#[test]
+fn tuning_measures_the_candidates_then_keeps_one() {
+    use relayout::{compile_relayout_with, reference, Options};
+    // A 9 MB destination: large enough to tune, with several distinct blockings.
+    let src = Layout::row_major(&[1100, 2048]).unwrap();
+    let dst = Layout::col_major(&[1100, 2048]).unwrap();
+    let options = Options::new().elem_size(4).tune(true);
+    let r = compile_relayout_with(&src, &dst, options).unwrap();
+    assert_eq!(r.blocking(), None, "tuning starts by measuring");
+    let a: Vec<u32> = common::pattern(src.cosize());
+    let mut want = vec![0u32; dst.cosize()];
+    reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+    let mut runs = 0;
+    while r.blocking().is_none() {
+        let mut got = vec![0u32; dst.cosize()];
+        r.run(&a, &mut got).unwrap();
+        assert!(
+            got == want,
+            "run {runs} (a trial) differs from the reference"
+        );
+        runs += 1;
+        assert!(runs <= 2 * relayout::plan::Blocking::CANDIDATES.len());
+    }
+    assert!(runs >= 4, "at least two candidates, two trials each");
+    let chosen = r.blocking().unwrap();
+    let mut got = vec![0u32; dst.cosize()];
+    r.run(&a, &mut got).unwrap();
+    assert!(got == want);
+    // Compiling again remembers the choice.
+    let again = compile_relayout_with(&src, &dst, options).unwrap();
+    assert_eq!(again.blocking(), Some(chosen));
+}

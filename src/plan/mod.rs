@@ -100,6 +100,61 @@ impl Kernel {
     }
 }
 
+/// How transposes are cut into blocks. The default suits most pairs; [`Blocking::CANDIDATES`]
+/// are the alternatives that `Options::tune` measures when the destination is large, because the
+/// best choice depends on the machine's caches and TLB more than a model can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Blocking {
+    /// Bytes of each destination run a transpose block writes (a strip along the
+    /// destination-contiguous loop); at least one cache line.
+    pub run_bytes: usize,
+    /// Bytes of one transpose block (strip × width along the source-contiguous loop).
+    pub block_bytes: usize,
+    /// Strips per macro block (the nearest divisor of the strip count is used).
+    pub macro_strips: usize,
+    /// Blocks per macro block along the source runs (the nearest divisor is used).
+    pub macro_blocks: usize,
+}
+
+impl Blocking {
+    /// The blockings worth measuring against each other: the default (64-byte runs, 4 KiB
+    /// blocks, 16 × 4 macro blocks), longer destination runs, one wide block per strip, and no
+    /// macro blocks.
+    pub const CANDIDATES: [Blocking; 4] = [
+        Blocking::DEFAULT,
+        Blocking {
+            run_bytes: 256,
+            block_bytes: 16384,
+            macro_strips: 4,
+            macro_blocks: 4,
+        },
+        Blocking {
+            run_bytes: 256,
+            block_bytes: 65536,
+            macro_strips: 4,
+            macro_blocks: 1,
+        },
+        Blocking {
+            macro_strips: 1,
+            macro_blocks: 1,
+            ..Blocking::DEFAULT
+        },
+    ];
+
+    const DEFAULT: Blocking = Blocking {
+        run_bytes: 64,
+        block_bytes: 4096,
+        macro_strips: 16,
+        macro_blocks: 4,
+    };
+}
+
+impl Default for Blocking {
+    fn default() -> Blocking {
+        Blocking::DEFAULT
+    }
+}
+
 /// Dims iterated by one flat counter whose coordinates and offsets are computed with div/mod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Indexed {
@@ -162,6 +217,16 @@ impl Plan {
     /// Fails when the shapes differ, `dst` is not injective, or the element size is not one of
     /// those four.
     pub fn new(src: &Layout, dst: &Layout, elem_size: usize) -> Result<Plan> {
+        Plan::with_blocking(src, dst, elem_size, Blocking::default())
+    }
+
+    /// [`Plan::new`] with transposes blocked as `blocking` says.
+    pub fn with_blocking(
+        src: &Layout,
+        dst: &Layout,
+        elem_size: usize,
+        blocking: Blocking,
+    ) -> Result<Plan> {
         if ![1, 2, 4, 8].contains(&elem_size) {
             return Err(Error::ElementType(format!(
                 "element size {elem_size} bytes; relayout moves elements of 1, 2, 4 or 8 bytes"
@@ -203,7 +268,7 @@ impl Plan {
                 kernel: Kernel::Element,
                 streamed: false,
             };
-            regions.extend(schedule::schedule(region, elem_size, stream));
+            regions.extend(schedule::schedule(region, elem_size, stream, blocking));
         }
         Ok(Plan {
             elem_size,

@@ -1,27 +1,23 @@
 //! Steps 2–4 of planning for one region: coalesce its loops, pick the innermost kernel, order
 //! the outer loops, and split long copies so that threads can share them.
 
-use super::{Kernel, Loop, Region};
+use super::{Blocking, Kernel, Loop, Region};
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
 /// Streamed copies hand runs of at least this many bytes to the streaming routine (one call each).
 const STREAM_COPY_MIN_BYTES: usize = 1024;
-/// A cache line: transposes write destination runs of at least this many bytes at a time.
-const LINE_BYTES: usize = 64;
-/// Bytes of one transpose block (a strip of destination lines times a width of source runs):
-/// small enough for the L1 cache, with the source read as long strips.
-const TILE_BYTES: usize = 4096;
-/// Strips of destination lines per macro block of a transpose.
-const MACRO_STRIPS: usize = 16;
-/// Blocks along the source runs per macro block of a transpose.
-const MACRO_BLOCKS: usize = 4;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
-/// With `stream`, long copies and transposes write with streaming stores (see
-/// [`Region::streamed`]).
-pub(super) fn schedule(region: Region, elem_size: usize, stream: bool) -> Vec<Region> {
+/// With `stream`, long copies write with streaming stores (see [`Region::streamed`]);
+/// transposes are cut up as `blocking` says.
+pub(super) fn schedule(
+    region: Region,
+    elem_size: usize,
+    stream: bool,
+    blocking: Blocking,
+) -> Vec<Region> {
     let mut loops = coalesce(
         region
             .loops
@@ -49,7 +45,9 @@ pub(super) fn schedule(region: Region, elem_size: usize, stream: bool) -> Vec<Re
                 Kernel::Copy { len }
             })
         }
-        Kernel::Transpose { a, b, lanes } => block_transpose(region, a, b, lanes, elem_size),
+        Kernel::Transpose { a, b, lanes } => {
+            block_transpose(region, a, b, lanes, elem_size, blocking)
+        }
         _ => vec![region],
     };
     regions
@@ -152,19 +150,19 @@ fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
     None
 }
 
-/// Cuts a transpose into blocks: strips of whole destination lines along `b` (`LINE_BYTES`),
-/// blocks of `TILE_BYTES` along `a`, and then groups of strips and blocks into macro blocks of
-/// about `MACRO_STRIPS × MACRO_BLOCKS` kernels, so that one macro block touches a few hundred
-/// pages on each side (the TLB's reach) while the source is still read in long strips.
+/// Cuts a transpose into blocks as [`Blocking`] describes: strips of destination runs along `b`,
+/// blocks along `a`, and macro blocks of strips and blocks, so that one macro block touches a few
+/// hundred pages on each side (the TLB's reach) while the source is still read in long strips.
 fn block_transpose(
     region: Region,
     a: Loop,
     b: Loop,
     lanes: usize,
     elem_size: usize,
+    blocking: Blocking,
 ) -> Vec<Region> {
-    let strip = lanes.max(LINE_BYTES / elem_size);
-    let width = (TILE_BYTES / elem_size / strip).max(lanes);
+    let strip = lanes.max(blocking.run_bytes / elem_size);
+    let width = (blocking.block_bytes / elem_size / strip).max(lanes);
     let outer = region.loops.len();
     let strips = split_tile_loop(region, b, strip, |extent| Kernel::Transpose {
         a,
@@ -185,8 +183,8 @@ fn block_transpose(
     }
     for r in &mut out {
         if let [strips, blocks] = r.loops[outer..] {
-            let (strips_out, strips_in) = group(strips, MACRO_STRIPS);
-            let (blocks_out, blocks_in) = group(blocks, MACRO_BLOCKS);
+            let (strips_out, strips_in) = group(strips, blocking.macro_strips);
+            let (blocks_out, blocks_in) = group(blocks, blocking.macro_blocks);
             r.loops.truncate(outer);
             r.loops.extend(
                 [strips_out, blocks_out, strips_in, blocks_in]
