@@ -123,7 +123,7 @@ impl Options {
     }
 
     /// Tune the blocking of large transposes by measurement: compile each distinct candidate
-    /// ([`Blocking::CANDIDATES`]), time each on the first runs (two each; every candidate is a
+    /// ([`Blocking::CANDIDATES`]), time each on the first runs (three each; every candidate is a
     /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
     /// remembered for the process. Pairs with small destinations (under
     /// [`plan::STREAM_MIN_BYTES`](crate::plan::STREAM_MIN_BYTES)) or a single distinct candidate

@@ -15,7 +15,7 @@ use crate::layout::Layout;
 use crate::plan::{Blocking, Plan};
 
 /// Timed runs of each candidate before choosing.
-const TRIALS: usize = 2;
+const TRIALS: usize = 3;
 
 /// What a tuning result is remembered by: the pair, the element size and the thread count.
 #[derive(Clone, PartialEq, Eq, Hash)]

@@ -22,6 +22,9 @@ impl Emitter<'_> {
                 let bytes = len as i64 * self.elem_size;
                 self.call_stream_rows(routine, s, d, [1, bytes, 0, 0]);
             }
+            (Kernel::Transpose { a, b, lanes }, Some(routine)) => {
+                self.staged_transpose(routine, a, b, lanes, s, d)
+            }
             _ => self.store_kernel(kernel, s, d),
         }
     }
@@ -124,6 +127,43 @@ impl Emitter<'_> {
             let (s, d) = (self.advance(s, done * b.src_stride), self.advance(d, done));
             self.nest(&[rest_b, a], Kernel::Element, s, d);
         }
+    }
+
+    /// A transpose into the staging buffer, whose rows (one per step of `a`) are `b.extent`
+    /// elements long, then one call that streams the rows to their places in the destination.
+    fn staged_transpose(
+        &mut self,
+        routine: FuncRef,
+        a: Loop,
+        b: Loop,
+        lanes: usize,
+        s: Value,
+        d: Value,
+    ) {
+        let Some(slot) = self.stage else {
+            // `build` sizes a stage for every streamed transpose; without one, store directly.
+            return self.transpose(a, b, lanes, s, d);
+        };
+        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
+        let row = b.extent as i64;
+        self.transpose(
+            Loop {
+                dst_stride: row,
+                ..a
+            },
+            b,
+            lanes,
+            s,
+            stage,
+        );
+        let row_bytes = row * self.elem_size;
+        let shape = [
+            a.extent as i64,
+            row_bytes,
+            row_bytes,
+            a.dst_stride * self.elem_size,
+        ];
+        self.call_stream_rows(routine, stage, d, shape);
     }
 
     /// `stream_rows(s, d, rows, row_bytes, src_stride, dst_stride)`, the last four (byte counts)

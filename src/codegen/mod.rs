@@ -13,7 +13,7 @@ mod network;
 
 use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, InstBuilder, MemFlagsData,
-    Signature, UserExternalName, Value,
+    Signature, StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -57,6 +57,17 @@ pub(crate) fn build(
     b.switch_to_block(entry);
     let [src, dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
     let elem_size = plan.elem_size();
+    let stage_bytes = plan
+        .regions()
+        .iter()
+        .filter(|r| r.streamed)
+        .filter_map(|r| r.kernel.tile_loops())
+        .map(|(a, b)| a.extent * b.extent * elem_size)
+        .max();
+    let stage = stage_bytes.map(|bytes| {
+        let data = StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, 6);
+        b.create_sized_stack_slot(data)
+    });
     let stream_rows = plan.regions().iter().any(|r| r.streamed).then(|| {
         let signature = b.import_signature(stream_rows_signature(b.func.signature.call_conv));
         let name = b.func.declare_imported_user_function(STREAM_ROWS_NAME);
@@ -73,6 +84,7 @@ pub(crate) fn build(
         flags: MemFlagsData::new().with_notrap(),
         streaming: None,
         stream_rows,
+        stage,
     };
     let mut first = 0i64;
     for region in plan.regions() {
@@ -94,6 +106,8 @@ pub(crate) struct Emitter<'a> {
     flags: MemFlagsData,
     /// The streaming routine while emitting a region that streams ([`Region::streamed`]).
     streaming: Option<FuncRef>,
+    /// The staging buffer of streamed transposes, sized for the largest block.
+    stage: Option<StackSlot>,
     /// The runtime's streaming routine, when some region streams.
     stream_rows: Option<FuncRef>,
 }

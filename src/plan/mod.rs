@@ -114,29 +114,45 @@ pub struct Blocking {
     pub macro_strips: usize,
     /// Blocks per macro block along the source runs (the nearest divisor is used).
     pub macro_blocks: usize,
+    /// Whether transposes of large destinations fill a staging buffer with each block and stream
+    /// it out (non-temporal stores, no read-for-ownership of the destination) rather than store
+    /// directly.
+    pub stream: bool,
 }
 
 impl Blocking {
     /// The blockings worth measuring against each other: the default (64-byte runs, 4 KiB
-    /// blocks, 16 × 4 macro blocks), longer destination runs, one wide block per strip, and no
-    /// macro blocks.
-    pub const CANDIDATES: [Blocking; 4] = [
+    /// blocks, 16 × 4 macro blocks, ordinary stores), longer destination runs, one wide block per
+    /// strip, no macro blocks, and staged blocks streamed out with 64- and 256-byte runs.
+    pub const CANDIDATES: [Blocking; 6] = [
         Blocking::DEFAULT,
         Blocking {
             run_bytes: 256,
             block_bytes: 16384,
             macro_strips: 4,
-            macro_blocks: 4,
+            ..Blocking::DEFAULT
         },
         Blocking {
             run_bytes: 256,
             block_bytes: 65536,
             macro_strips: 4,
             macro_blocks: 1,
+            ..Blocking::DEFAULT
         },
         Blocking {
             macro_strips: 1,
             macro_blocks: 1,
+            ..Blocking::DEFAULT
+        },
+        Blocking {
+            stream: true,
+            ..Blocking::DEFAULT
+        },
+        Blocking {
+            run_bytes: 256,
+            block_bytes: 16384,
+            macro_strips: 4,
+            stream: true,
             ..Blocking::DEFAULT
         },
     ];
@@ -146,6 +162,7 @@ impl Blocking {
         block_bytes: 4096,
         macro_strips: 16,
         macro_blocks: 4,
+        stream: false,
     };
 }
 
@@ -187,7 +204,8 @@ pub struct Region {
     /// The innermost operation.
     pub kernel: Kernel,
     /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
-    /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine.
+    /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine;
+    /// a streamed transpose fills a staging buffer with its block, then streams the buffer out.
     pub streamed: bool,
 }
 
@@ -388,6 +406,15 @@ impl fmt::Display for Plan {
                 indent += 1;
             }
             let pad = "  ".repeat(indent);
+            if let (true, Kernel::Transpose { a, b, .. }) = (r.streamed, r.kernel) {
+                writeln!(
+                    f,
+                    "{pad}staged in a {}-byte buffer, streamed out as {} runs of {} bytes:",
+                    a.extent * b.extent * self.elem_size,
+                    a.extent,
+                    b.extent * self.elem_size
+                )?;
+            }
             match r.kernel {
                 Kernel::Element => writeln!(f, "{pad}move 1 element")?,
                 Kernel::Copy { len } if r.streamed => writeln!(

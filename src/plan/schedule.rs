@@ -10,8 +10,9 @@ const STREAM_COPY_MIN_BYTES: usize = 1024;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
-/// With `stream`, long copies write with streaming stores (see [`Region::streamed`]);
-/// transposes are cut up as `blocking` says.
+/// With `stream` (a large destination), long copies write with streaming stores (see
+/// [`Region::streamed`]), and transposes too if `blocking` says so; transposes are cut up as
+/// `blocking` says.
 pub(super) fn schedule(
     region: Region,
     elem_size: usize,
@@ -56,6 +57,7 @@ pub(super) fn schedule(
             streamed: stream
                 && match r.kernel {
                     Kernel::Copy { len } => len * elem_size >= STREAM_COPY_MIN_BYTES,
+                    Kernel::Transpose { .. } => blocking.stream,
                     _ => false,
                 },
             ..r
