@@ -29,21 +29,20 @@
 //! use relayout::notation::cute::CuteLayout;
 //! use relayout::{compile_relayout, reference, Layout};
 //!
-//! let block = CuteLayout::parse("(2,2):(1,2)")?; // a 2x2 column-major block
-//! let grid = CuteLayout::parse("(3,4):(4,1)")?; // 3x4 blocks, row-major
+//! let block = CuteLayout::parse("(2,2):(1,2)")?;    // a 2x2 column-major block
+//! let grid = CuteLayout::parse("(3,4):(4,1)")?;     // 3x4 blocks, row-major
 //! let tiled = block.blocked_product(&grid)?;
 //! assert_eq!(tiled.to_string(), "((2,3),(2,4)):((1,16),(2,4))");
 //!
 //! let src = Layout::row_major(&[6, 8])?;
-//! let dst = tiled.to_layout()?; // logical shape [6, 8]
+//! let dst = tiled.to_layout()?;                     // logical shape [6, 8]
 //! let kernel = compile_relayout(&src, &dst)?;
 //! let a: Vec<f32> = (0..48).map(|i| i as f32).collect();
-//! let mut got = vec![0.0f32; dst.cosize()];
+//! let (mut got, mut want) = (vec![0.0f32; dst.cosize()], vec![0.0f32; dst.cosize()]);
 //! kernel.run(&a, &mut got)?;
-//! let mut want = vec![0.0f32; dst.cosize()];
 //! reference::relayout(&src, &a, &dst, &mut want, None)?;
 //! assert_eq!(got, want);
-//! assert_eq!(got[..4], [0.0, 8.0, 1.0, 9.0]); // the first 2x2 block
+//! assert_eq!(got[..4], [0.0, 8.0, 1.0, 9.0]);       // the first 2x2 block
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
