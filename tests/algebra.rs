@@ -354,6 +354,27 @@ fn cute_seed_matrices() -> Vec<(String, Vec<Vec<i64>>)> {
 }
 
 #[test]
+fn table_cells_are_the_offsets_of_each_coordinate() {
+    for text in ["((2,2),(3,2)):((1,12),(2,6))", "(3,(2,2)):(-7,(0,3))"] {
+        let l = cute(text);
+        let lowered = l.to_layout().unwrap();
+        for one_based in [false, true] {
+            let table = l.table().unwrap();
+            let table = if one_based { table.one_based() } else { table };
+            let grid = cells(&table.to_string());
+            assert_eq!(grid.len(), lowered.shape()[0], "{text}");
+            for (m, row) in grid.iter().enumerate() {
+                assert_eq!(row.len(), lowered.shape()[1], "{text}");
+                for (n, &v) in row.iter().enumerate() {
+                    let want = lowered.offset(&[m, n]).unwrap() + i64::from(one_based);
+                    assert_eq!(v, want, "{text} at ({m}, {n})");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn cute_seed_matrices_as_tables() {
     let matrices = cute_seed_matrices();
     assert_eq!(matrices.len(), 6, "the seed's matrices");

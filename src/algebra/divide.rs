@@ -91,7 +91,7 @@ fn logical_divide(a: &CuteLayout, tiler: &Tiler) -> Result<CuteLayout> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{cute, injective_layouts, layouts, offsets, shapes};
+    use super::super::testing::{cute, injective_layouts, layouts, shapes, sorted_offsets};
     use super::*;
     use crate::error::Error;
     use proptest::prelude::*;
@@ -101,11 +101,6 @@ mod tests {
             .logical_divide(tiler.parse::<Tiler>().unwrap())
             .unwrap()
             .to_string()
-    }
-
-    fn sorted(mut v: Vec<i64>) -> Vec<i64> {
-        v.sort_unstable();
-        v
     }
 
     #[test]
@@ -168,7 +163,7 @@ mod tests {
             let tile = CuteLayout::parse(&format!("{}:1", n)).unwrap();
             let Ok(d) = a.logical_divide(&tile) else { return Ok(()) };
             if size % n == 0 {
-                prop_assert_eq!(sorted(offsets(&d)), sorted(offsets(&a)));
+                prop_assert_eq!(sorted_offsets(&d), sorted_offsets(&a));
             } else {
                 prop_assert!(d.size() as i64 > size); // overrun
             }
@@ -186,7 +181,7 @@ mod tests {
             let tiled = a.tiled_divide(&tiler).unwrap();
             let flat = a.flat_divide(&tiler).unwrap();
             for l in [&zipped, &tiled, &flat] {
-                prop_assert_eq!(sorted(offsets(l)), sorted(offsets(&logical)));
+                prop_assert_eq!(sorted_offsets(l), sorted_offsets(&logical));
             }
         }
     }

@@ -140,21 +140,23 @@ fn by_mode<T>(
     CuteLayout::from_modes(results)
 }
 
-/// Strategies and checks shared by the algebra's property tests.
+/// Helpers shared by the algebra's tests.
 #[cfg(test)]
 mod testing {
     use super::CuteLayout;
-    pub(crate) use crate::notation::cute::strategies::{injective_layouts, layouts, shapes};
-
-    /// Parses CuTe text, panicking with the text on failure.
-    pub(crate) fn cute(text: &str) -> CuteLayout {
-        CuteLayout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
-    }
+    pub(crate) use crate::notation::cute::testing::{cute, injective_layouts, layouts, shapes};
 
     /// `L(i)` for every 1-D coordinate `i` of the domain.
     pub(crate) fn offsets(layout: &CuteLayout) -> Vec<i64> {
         (0..layout.size() as i64)
             .map(|i| layout.eval(i).unwrap())
             .collect()
+    }
+
+    /// The offsets of the domain in increasing order (the image, with repeats).
+    pub(crate) fn sorted_offsets(layout: &CuteLayout) -> Vec<i64> {
+        let mut v = offsets(layout);
+        v.sort_unstable();
+        v
     }
 }

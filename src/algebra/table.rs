@@ -123,36 +123,6 @@ mod tests {
     use super::super::testing::cute;
     use super::*;
 
-    /// The cells of a printed table, row by row.
-    fn cells(table: &str) -> Vec<Vec<i64>> {
-        table
-            .lines()
-            .filter(|line| line.contains('|'))
-            .map(|line| {
-                line.split('|')
-                    .skip(1)
-                    .filter_map(|cell| cell.trim().parse().ok())
-                    .collect()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn cells_are_the_offsets_of_each_coordinate() {
-        let l = cute("((2,2),(3,2)):((1,12),(2,6))");
-        let grid = cells(&l.table().unwrap().to_string());
-        let lowered = l.to_layout().unwrap();
-        assert_eq!(grid.len(), 4);
-        for (m, row) in grid.iter().enumerate() {
-            assert_eq!(row.len(), 6);
-            for (n, &v) in row.iter().enumerate() {
-                assert_eq!(v, lowered.offset(&[m, n]).unwrap());
-            }
-        }
-        let one = cells(&l.table().unwrap().one_based().to_string());
-        assert_eq!(one[3][5], grid[3][5] + 1);
-    }
-
     #[test]
     fn widths_follow_the_cosize_and_negative_offsets() {
         assert!(cute("(2,5):(5,1)")
@@ -166,8 +136,7 @@ mod tests {
             .to_string()
             .contains("+---+"));
         let negative = cute("(2,2):(-50,1)").table().unwrap().to_string();
-        assert!(negative.contains("| -50 |"), "{negative}");
-        assert_eq!(cells(&negative), [[0, 1], [-50, -49]]);
+        assert!(negative.contains("\n 1  | -50 | -49 |\n"), "{negative}");
     }
 
     #[test]

@@ -290,7 +290,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn printing_then_parsing_round_trips(shape in crate::notation::cute::strategies::arb_shape()) {
+        fn printing_then_parsing_round_trips(shape in crate::notation::cute::testing::arb_shape()) {
             let t = Tiler::from_shape(&shape).unwrap();
             prop_assert_eq!(t.to_string().parse::<Tiler>().unwrap(), t.clone());
             let bracketed = t.to_string().replace(", ", ";").replace('<', "[").replace('>', "]");

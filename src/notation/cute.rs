@@ -805,11 +805,17 @@ fn integer(cursor: &mut Cursor) -> Result<i64> {
     Ok(value)
 }
 
-/// Proptest strategies for CuTe layouts, shared by this module's tests and the algebra's.
+/// Test helpers for CuTe layouts, shared by this module's tests and the algebra's: a parser
+/// that panics with the text, and proptest strategies.
 #[cfg(test)]
-pub(crate) mod strategies {
+pub(crate) mod testing {
     use super::{CuteLayout, IntTuple};
     use proptest::prelude::*;
+
+    /// Parses CuTe text, panicking with the text on failure.
+    pub(crate) fn cute(text: &str) -> CuteLayout {
+        CuteLayout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
 
     /// Shapes nested up to `depth` levels with about `nodes` entries, each entry 1 to 4.
     pub(crate) fn shapes(depth: u32, nodes: u32) -> BoxedStrategy<IntTuple> {
@@ -879,7 +885,7 @@ pub(crate) mod strategies {
 
 #[cfg(test)]
 mod tests {
-    use super::strategies::{arb_layout, arb_shape};
+    use super::testing::{arb_layout, arb_shape, cute};
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
@@ -888,10 +894,6 @@ mod tests {
         env!("CARGO_MANIFEST_DIR"),
         "/../shared/cases/public_golden.json"
     ));
-
-    fn cute(text: &str) -> CuteLayout {
-        CuteLayout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
-    }
 
     fn numbers(value: &Value) -> Vec<i64> {
         value
