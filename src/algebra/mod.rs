@@ -17,7 +17,7 @@
 //! static layouts (size-1 modes dropped, modes merged where they continue each other). The
 //! conditions CuTe checks only at compile time (a stride and a shape of a composition that do not
 //! divide each other, a complement of a layout whose modes overlap) are always checked, and a
-//! failure is an [`Error::InvalidLayout`](crate::Error::InvalidLayout) rather than a layout that
+//! failure is an [`Error::InvalidLayout`] rather than a layout that
 //! computes something else. Divides by tiles that do not divide the layout are allowed, as in CuTe:
 //! the result overruns, and the caller masks the extra coordinates.
 //!
