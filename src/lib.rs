@@ -1,6 +1,7 @@
 //! relayout: JIT-compiled tensor relayouts.
 #![warn(missing_docs)]
 
+pub mod algebra;
 mod codegen;
 mod dtype;
 mod error;

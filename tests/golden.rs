@@ -3,15 +3,9 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::{golden_cases, run_cli};
 use relayout::Layout;
 use serde_json::Value;
-
-const GOLDEN: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/cases/public_golden.json"
-);
 
 /// The notation-prefixed text of a layout case.
 fn layout_text(case: &Value) -> String {
@@ -24,23 +18,10 @@ fn layout_text(case: &Value) -> String {
 }
 
 fn layout_cases() -> Vec<Value> {
-    let text = std::fs::read_to_string(GOLDEN).expect("the worked examples beside the repository");
-    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
-    all.into_iter().filter(|c| c.get("op").is_none()).collect()
-}
-
-/// Runs the command line and returns what it printed, failing the test on a non-zero exit.
-fn run_cli(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    golden_cases()
+        .into_iter()
+        .filter(|c| c.get("op").is_none())
+        .collect()
 }
 
 fn offsets_from_cli(text: &str) -> Vec<i64> {

@@ -1,8 +1,43 @@
-//! Helpers shared by the integration tests: run a relayout through the JIT and the reference
-//! and compare the whole destination buffers, for every element size.
+//! Helpers shared by the integration tests: the public worked examples, the command line, and
+//! a relayout through the JIT and the reference compared buffer for buffer, for every element
+//! size.
 #![allow(dead_code)]
 
+use std::process::{Command, Output};
+
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
+use serde_json::Value;
+
+/// The public worked examples, kept beside the repository.
+pub const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/cases/public_golden.json"
+);
+
+/// Every case of the public worked examples.
+pub fn golden_cases() -> Vec<Value> {
+    let text = std::fs::read_to_string(GOLDEN).expect("the worked examples beside the repository");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs the command line with `args`.
+pub fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_relayout"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs the command line and returns what it printed, failing the test on a non-zero exit.
+pub fn run_cli(args: &[&str]) -> String {
+    let out = cli(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
 
 /// Source data whose element `i` is a distinct pattern for each `i` (for any element size).
 pub fn pattern<T: Element>(len: usize) -> Vec<T> {
