@@ -331,9 +331,19 @@ impl CuteLayout {
         CuteLayout::new(shape, stride)
     }
 
-    /// Parses CuTe or MoYe text such as `(2,(2,2)):(4,(2,1))`, `_8:_1` or a bare shape `(2,4)`.
+    /// Parses CuTe or MoYe text such as `(2,(2,2)):(4,(2,1))`, `_8:_1` or a bare shape `(2,4)`,
+    /// with or without the `cute:` or `moye:` prefix that [`Layout::parse`] takes.
+    ///
+    /// ```
+    /// use relayout::notation::cute::CuteLayout;
+    /// assert_eq!(CuteLayout::parse("cute:(2,3):(3,1)")?, CuteLayout::parse("(2,3):(3,1)")?);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
     pub fn parse(text: &str) -> Result<CuteLayout> {
-        parse_cute_layout(text, 0)
+        match ["cute:", "moye:"].iter().find(|p| text.starts_with(*p)) {
+            Some(prefix) => parse_cute_layout(&text[prefix.len()..], prefix.len()),
+            None => parse_cute_layout(text, 0),
+        }
     }
 
     /// The shape.
