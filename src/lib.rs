@@ -10,6 +10,7 @@ pub mod notation;
 pub mod plan;
 pub mod reference;
 mod relayout;
+pub mod suite;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

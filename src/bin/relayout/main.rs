@@ -1,7 +1,9 @@
 //! The relayout command line. `relayout --help` lists the commands; with no command it runs
 //! the demo: compile a relayout, show its plan and IR, check it and time it.
 
+mod bench;
 mod demo;
+mod timing;
 mod values;
 
 use std::process::ExitCode;
@@ -46,6 +48,9 @@ enum Command {
     Asm(PairArgs),
     /// Run the kernel and the reference on random data and compare them bit for bit.
     Check(PairArgs),
+    /// Time the benchmark suite, or a pair, against memcpy and the naive loop.
+    #[command(long_about = bench::LONG_ABOUT)]
+    Bench(bench::BenchArgs),
     /// Run the demo (the same as no command).
     Demo,
 }
@@ -130,7 +135,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<(), Error> {
+fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
     match command {
         Command::Offsets { layout } => {
             let layout = Layout::parse(&layout)?;
@@ -158,7 +163,8 @@ fn run(command: Command) -> Result<(), Error> {
                 return Err(Error::Codegen(format!(
                     "{mismatches} of {} destination slots differ from the reference",
                     pair.dst.cosize()
-                )));
+                ))
+                .into());
             }
             println!(
                 "ok: {} elements, {} destination slots match the reference bit for bit",
@@ -167,6 +173,7 @@ fn run(command: Command) -> Result<(), Error> {
             );
         }
         Command::Demo => demo::run()?,
+        Command::Bench(args) => bench::run(args)?,
     }
     Ok(())
 }
