@@ -374,7 +374,7 @@ fn human_bytes(bytes: usize) -> String {
 fn bar_chart(rows: &[Row], threads: usize, runs: usize) -> String {
     const LEFT: f64 = 140.0;
     const PLOT: f64 = 520.0;
-    const TOP: f64 = 58.0;
+    const TOP: f64 = 70.0;
     const BAR: f64 = 16.0;
     const STEP: f64 = 22.0;
     let ratios: Vec<f64> = rows.iter().map(Row::ratio_memcpy).collect();
