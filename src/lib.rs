@@ -12,6 +12,7 @@ pub mod plan;
 pub mod reference;
 mod relayout;
 mod runtime;
+pub mod suite;
 mod tune;
 
 pub use dtype::DType;

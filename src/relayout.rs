@@ -114,7 +114,8 @@ impl Options {
         }
     }
 
-    /// Run on `threads` threads (at least 1).
+    /// Run on up to `threads` threads (at least 1; small relayouts use fewer, about one per MiB
+    /// of destination).
     pub fn threads(self, threads: usize) -> Options {
         Options {
             threads: threads.max(1),
@@ -132,6 +133,10 @@ impl Options {
         Options { tune: on, ..self }
     }
 }
+
+/// Destination bytes each thread should have at least: below that, starting a thread costs more
+/// than it saves, so small relayouts run on fewer threads than asked.
+const MIN_BYTES_PER_THREAD: usize = 1 << 20;
 
 /// A compiled relayout from one layout to another.
 ///
@@ -280,7 +285,13 @@ impl Relayout {
     /// As [`Relayout::run_raw`].
     unsafe fn launch_candidate(&self, candidate: &Candidate, src: *const u8, dst: *mut u8) {
         let work = candidate.plan.work();
-        let threads = self.options.threads.min(work).max(1);
+        let bytes = candidate.plan.dst_len() * candidate.plan.elem_size();
+        let threads = self
+            .options
+            .threads
+            .min(work)
+            .min(bytes / MIN_BYTES_PER_THREAD)
+            .max(1);
         if threads == 1 {
             // SAFETY: the caller guarantees the buffers; one call covers all the work.
             return unsafe { candidate.kernel.call(src, dst, 0, work) };

@@ -1,15 +1,15 @@
 //! The default demo: compile one relayout, show what the JIT decided, check it, time it.
 
-use std::time::Instant;
-
 use relayout::{compile_relayout, reference, Error, Layout};
+
+use crate::timing;
 
 /// Source and destination of the demo: a 4096×4096 f32 transpose (64 MiB each way).
 const SRC: &str = "cute:(4096,4096):(4096,1)";
 const DST: &str = "cute:(4096,4096):(1,4096)";
 /// CLIF lines shown before pointing to `relayout clif`.
 const CLIF_LINES: usize = 40;
-/// Timed runs per contender; the median is reported.
+/// Timed runs per contender, interleaved; the median is reported.
 const RUNS: usize = 5;
 
 pub fn run() -> Result<(), Error> {
@@ -49,14 +49,16 @@ pub fn run() -> Result<(), Error> {
 
     let bytes = (src.size() * 4) as f64;
     let mut copy = vec![0f32; a.len()];
-    let jit = median_secs(|| kernel.run(&a, &mut got).map(|_| ()))?;
-    let naive = median_secs(|| reference::relayout(&src, &a, &dst, &mut want, None))?;
-    let memcpy = median_secs(|| {
-        copy.copy_from_slice(&a);
-        Ok(())
+    let [jit, naive, memcpy] = timing::interleaved_medians([RUNS; 3], |i| match i {
+        0 => kernel.run(&a, &mut got),
+        1 => reference::relayout(&src, &a, &dst, &mut want, None),
+        _ => {
+            copy.copy_from_slice(&a);
+            Ok(())
+        }
     })?;
     println!(
-        "\nmedian of {RUNS} runs, {:.0} MiB moved:",
+        "\nmedian of {RUNS} interleaved runs, {:.0} MiB moved:",
         bytes / (1 << 20) as f64
     );
     for (name, secs) in [("relayout", jit), ("naive loop", naive), ("memcpy", memcpy)] {
@@ -72,17 +74,4 @@ pub fn run() -> Result<(), Error> {
         naive / jit
     );
     Ok(())
-}
-
-/// Median wall time of `RUNS` calls of `f`, after one warm-up call.
-fn median_secs(mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
-    f()?;
-    let mut times = Vec::with_capacity(RUNS);
-    for _ in 0..RUNS {
-        let t = Instant::now();
-        f()?;
-        times.push(t.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[RUNS / 2])
 }

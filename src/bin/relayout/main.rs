@@ -1,8 +1,10 @@
 //! The relayout command line. `relayout --help` lists the commands; with no command it runs
 //! the demo: compile a relayout, show its plan and IR, check it and time it.
 
+mod bench;
 mod cute_cmd;
 mod demo;
+mod timing;
 mod values;
 
 use std::process::ExitCode;
@@ -54,6 +56,9 @@ enum Command {
     },
     /// Print a rank-2 CuTe layout as a grid of offsets, like CuTe's and MoYe's print_layout.
     Table(cute_cmd::TableArgs),
+    /// Time the benchmark suite, or a pair, against memcpy and the naive loop.
+    #[command(long_about = bench::LONG_ABOUT)]
+    Bench(bench::BenchArgs),
     /// Run the demo (the same as no command).
     Demo,
 }
@@ -138,7 +143,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<(), Error> {
+fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
     match command {
         Command::Offsets { layout } => {
             let layout = Layout::parse(&layout)?;
@@ -166,7 +171,8 @@ fn run(command: Command) -> Result<(), Error> {
                 return Err(Error::Codegen(format!(
                     "{mismatches} of {} destination slots differ from the reference",
                     pair.dst.cosize()
-                )));
+                ))
+                .into());
             }
             println!(
                 "ok: {} elements, {} destination slots match the reference bit for bit",
@@ -177,6 +183,7 @@ fn run(command: Command) -> Result<(), Error> {
         Command::Cute { op } => cute_cmd::cute(&op)?,
         Command::Table(args) => cute_cmd::table(&args)?,
         Command::Demo => demo::run()?,
+        Command::Bench(args) => bench::run(args)?,
     }
     Ok(())
 }

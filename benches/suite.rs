@@ -1,0 +1,150 @@
+//! The standard suite under criterion: relayout beside memcpy of the same bytes, the naive
+//! per-element loop, the `transpose` crate (cases that are batches of 2-D transposes) and
+//! ndarray's strided assign (every case, as a permutation of axes). Throughput is in bytes.
+//!
+//! `cargo bench --bench suite` runs everything in minutes (10 flat samples per function);
+//! `cargo bench --bench suite -- t2d_f32_8000` runs one case. Without `--bench` (as under
+//! `cargo test`) criterion runs each function once, and the cases are built at their reduced
+//! sizes. Before timing relayout, `transpose` or ndarray, each run checks its output against the
+//! reference (the naive loop is the reference; memcpy is no relayout).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Bencher, Criterion, SamplingMode, Throughput};
+use ndarray::{ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, Dimension, IxDyn};
+use relayout::suite::{self, Case, Permutation, Size};
+use relayout::{compile_relayout_with, reference, Element, Layout, Options, Relayout};
+
+fn main() {
+    let has = |flag: &str| std::env::args().any(|a| a == flag);
+    let size = if has("--bench") && !has("--test") && !has("--list") {
+        Size::Full
+    } else {
+        Size::Reduced
+    };
+    let mut criterion = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+        .configure_from_args();
+    for case in suite::cases(size) {
+        match case.dtype.size() {
+            1 => bench_case::<u8>(&mut criterion, &case),
+            2 => bench_case::<u16>(&mut criterion, &case),
+            4 => bench_case::<u32>(&mut criterion, &case),
+            _ => bench_case::<u64>(&mut criterion, &case),
+        }
+    }
+    criterion.final_summary();
+}
+
+/// A case's kernel and buffers, made when the first of its functions passes criterion's filter.
+struct State<T> {
+    src_layout: Layout,
+    dst_layout: Layout,
+    kernel: Relayout,
+    src: Vec<T>,
+    dst: Vec<T>,
+    /// The reference result.
+    want: Vec<T>,
+}
+
+impl<T: Element + PartialEq> State<T> {
+    fn new(case: &Case) -> State<T> {
+        let (src_layout, dst_layout) = case.layouts().expect("the suite's layouts parse");
+        let n = case.elements();
+        assert_eq!(
+            (src_layout.cosize(), dst_layout.cosize()),
+            (n, n),
+            "{}: the suite's buffers are dense",
+            case.name
+        );
+        let kernel =
+            compile_relayout_with(&src_layout, &dst_layout, Options::new().dtype(case.dtype))
+                .expect("the suite's cases compile");
+        let src: Vec<T> = (0..n as u64).map(T::from_bits).collect();
+        let mut want = vec![T::from_bits(0); n];
+        reference::relayout(&src_layout, &src, &dst_layout, &mut want, None).expect("reference");
+        State {
+            src_layout,
+            dst_layout,
+            kernel,
+            src,
+            dst: vec![T::from_bits(u64::MAX); n],
+            want,
+        }
+    }
+
+    /// Runs a contender once on a cleared destination and panics unless it matches the reference.
+    fn check(&mut self, case: &Case, name: &str, mut contender: impl FnMut(&mut Self)) {
+        self.dst.fill(T::from_bits(u64::MAX));
+        contender(self);
+        assert!(
+            self.dst == self.want,
+            "{}: {name} disagrees with the reference",
+            case.name
+        );
+    }
+}
+
+/// One criterion group per case: every contender that applies, on the same buffers.
+fn bench_case<T: Element + PartialEq>(criterion: &mut Criterion, case: &Case) {
+    let mut state: Option<State<T>> = None;
+    let mut group = criterion.benchmark_group(case.name);
+    group
+        .throughput(Throughput::Bytes(case.bytes() as u64))
+        .sampling_mode(SamplingMode::Flat);
+    let mut contender = |name: &str, run: &dyn Fn(&mut State<T>)| {
+        group.bench_function(name, |b: &mut Bencher| {
+            let state = state.get_or_insert_with(|| State::new(case));
+            if !matches!(name, "naive" | "memcpy") {
+                state.check(case, name, run);
+            }
+            b.iter(|| run(black_box(&mut *state)));
+        });
+    };
+    contender("relayout", &|s| s.kernel.run(&s.src, &mut s.dst).unwrap());
+    contender("memcpy", &|s| s.dst.copy_from_slice(&s.src));
+    contender("naive", &|s| {
+        reference::relayout(&s.src_layout, &s.src, &s.dst_layout, &mut s.dst, None).unwrap()
+    });
+    if let Some((rows, cols)) = case.permutation.batched_transpose() {
+        contender("transpose", &|s| {
+            let matrix = rows * cols;
+            for (from, to) in s
+                .src
+                .chunks_exact(matrix)
+                .zip(s.dst.chunks_exact_mut(matrix))
+            {
+                transpose::transpose(from, to, cols, rows);
+            }
+        });
+    }
+    contender("ndarray", &|s| {
+        permuted_assign(&case.permutation, &s.src, &mut s.dst)
+    });
+    group.finish();
+}
+
+/// `dst` (row-major) gets `src` viewed as a row-major array with its axes permuted, through
+/// ndarray's `assign` on arrays of the permutation's fixed rank.
+fn permuted_assign<T: Copy>(p: &Permutation, src: &[T], dst: &mut [T]) {
+    let view = ArrayView::from_shape(IxDyn(&p.shape), src)
+        .unwrap()
+        .permuted_axes(IxDyn(&p.axes));
+    let mut out = ArrayViewMut::from_shape(IxDyn(&p.permuted_shape()), dst).unwrap();
+    match p.shape.len() {
+        1 => assign_fixed::<ndarray::Ix1, T>(out, view),
+        2 => assign_fixed::<ndarray::Ix2, T>(out, view),
+        3 => assign_fixed::<ndarray::Ix3, T>(out, view),
+        4 => assign_fixed::<ndarray::Ix4, T>(out, view),
+        5 => assign_fixed::<ndarray::Ix5, T>(out, view),
+        _ => out.assign(&view),
+    }
+}
+
+fn assign_fixed<D: Dimension, T: Copy>(out: ArrayViewMutD<T>, view: ArrayViewD<T>) {
+    let mut out = out.into_dimensionality::<D>().unwrap();
+    out.assign(&view.into_dimensionality::<D>().unwrap());
+}

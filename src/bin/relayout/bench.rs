@@ -1,0 +1,448 @@
+//! `relayout bench`: kernels against memcpy of the same bytes and the naive per-element loop, on
+//! the standard suite, named cases of it, or one `--src`/`--dst` pair.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::builder::PossibleValuesParser;
+use clap::{Args, ValueEnum};
+use relayout::suite::{self, Size};
+use relayout::{
+    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options,
+};
+
+use crate::timing;
+
+/// The long help of `relayout bench`.
+pub const LONG_ABOUT: &str =
+    "Time relayout kernels against memcpy of the same bytes and the naive \
+per-element loop.
+
+Runs the standard suite (`relayout bench --list` shows its cases with their layouts), the cases \
+named, or one --src/--dst pair. For each case, in one process and on the same buffers, three \
+contenders are each warmed up and then run in interleaved rounds, and the medians are shown: the \
+compiled kernel (on --threads threads), memcpy of the tensor's bytes (split between --threads \
+threads) and the naive per-element loop (relayout::reference::relayout, always one thread). The \
+naive loop is slow, so it runs --naive-runs times where the others run --runs times; the whole \
+suite takes a few minutes. Short calls are repeated within a run so that each timed run lasts at \
+least 10 ms.
+
+GB/s counts the tensor's element bytes moved one way, the same for every contender; ratio is \
+relayout's GB/s over memcpy's, speed-up relayout's over the naive loop's; compile µs is the time \
+the kernel took to plan and compile (on a cache miss). Figures depend on the machine and on \
+what else runs on it.";
+
+/// Column names of `--format tsv`, in order.
+const TSV_COLUMNS: [&str; 10] = [
+    "case",
+    "dtype",
+    "bytes",
+    "threads",
+    "relayout_gbps",
+    "memcpy_gbps",
+    "ratio_memcpy",
+    "naive_gbps",
+    "speedup_naive",
+    "compile_us",
+];
+
+/// Column headings of the table and markdown formats (the same columns as [`TSV_COLUMNS`]).
+const HEADINGS: [&str; 10] = [
+    "case",
+    "dtype",
+    "bytes",
+    "threads",
+    "relayout GB/s",
+    "memcpy GB/s",
+    "ratio",
+    "naive GB/s",
+    "speed-up",
+    "compile µs",
+];
+
+/// Column widths of the table format; the first two columns are left-aligned.
+const WIDTHS: [usize; 10] = [17, 5, 10, 7, 13, 11, 8, 10, 9, 10];
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Suite cases to run (default: all of them, in order).
+    #[arg(value_parser = case_names(), conflicts_with = "src")]
+    cases: Vec<String>,
+    /// Time this source layout instead of the suite (with --dst).
+    #[arg(long, requires = "dst")]
+    src: Option<String>,
+    /// Destination layout of the --src/--dst pair.
+    #[arg(long, requires = "src")]
+    dst: Option<String>,
+    /// Element type of the --src/--dst pair (default f32, or XLA's type).
+    #[arg(long, requires = "src")]
+    dtype: Option<String>,
+    /// Threads for the kernel and for memcpy (the naive loop always runs on one).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    /// Timed runs of the kernel and of memcpy, after the warm-up.
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u16).range(1..))]
+    runs: u16,
+    /// Timed runs of the naive loop, after the warm-up (it is slow: 1 to 3 is plenty).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    naive_runs: u16,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Also draw each case's ratio to memcpy as a bar chart into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Time the default blocking of large transposes instead of letting relayout tune it
+    /// (`Options::tune`; the tuning runs count as warm-up and are not timed).
+    #[arg(long)]
+    no_tune: bool,
+    /// List the suite's cases with their layouts and sizes, and exit.
+    #[arg(long)]
+    list: bool,
+    /// Use the suite's reduced sizes (tiny tensors: for testing the command, not for timing).
+    #[arg(long, hide = true)]
+    reduced: bool,
+}
+
+/// How `relayout bench` prints its results.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// Aligned columns.
+    Table,
+    /// Tab-separated values with a header line of column names.
+    Tsv,
+    /// A markdown table, as in the README.
+    Markdown,
+}
+
+fn case_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(suite::cases(Size::Full).into_iter().map(|c| c.name))
+}
+
+/// One relayout to time.
+struct Job {
+    name: String,
+    dtype: DType,
+    src: Layout,
+    dst: Layout,
+}
+
+/// What was measured for one job.
+struct Row {
+    case: String,
+    dtype: DType,
+    bytes: usize,
+    threads: usize,
+    relayout_gbps: f64,
+    memcpy_gbps: f64,
+    naive_gbps: f64,
+    compile_us: f64,
+}
+
+impl Row {
+    fn ratio_memcpy(&self) -> f64 {
+        self.relayout_gbps / self.memcpy_gbps
+    }
+
+    fn speedup_naive(&self) -> f64 {
+        self.relayout_gbps / self.naive_gbps
+    }
+
+    /// The row's cells; `bytes` exact for tsv, in KiB/MiB otherwise; figures to four
+    /// significant digits.
+    fn cells(&self, format: Format) -> [String; 10] {
+        let bytes = match format {
+            Format::Tsv => self.bytes.to_string(),
+            Format::Table | Format::Markdown => human_bytes(self.bytes),
+        };
+        [
+            self.case.clone(),
+            self.dtype.to_string(),
+            bytes,
+            self.threads.to_string(),
+            significant(self.relayout_gbps),
+            significant(self.memcpy_gbps),
+            significant(self.ratio_memcpy()),
+            significant(self.naive_gbps),
+            significant(self.speedup_naive()),
+            format!("{:.0}", self.compile_us),
+        ]
+    }
+}
+
+/// Runs `relayout bench`.
+pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let size = if args.reduced {
+        Size::Reduced
+    } else {
+        Size::Full
+    };
+    if args.list {
+        list(size);
+        return Ok(());
+    }
+    let jobs = args.jobs(size)?;
+    let threads = usize::from(args.threads);
+    let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
+    let mut out = std::io::stdout().lock();
+    write_header(&mut out, args.format)?;
+    let mut rows = Vec::new();
+    for job in &jobs {
+        let row = measure(job, threads, !args.no_tune, runs)?;
+        write_row(&mut out, args.format, &row.cells(args.format))?;
+        out.flush()?;
+        rows.push(row);
+    }
+    if let Some(path) = &args.plot {
+        std::fs::write(path, bar_chart(&rows, threads, runs[0]))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+impl BenchArgs {
+    /// The --src/--dst pair, or the named suite cases, or the whole suite.
+    fn jobs(&self, size: Size) -> Result<Vec<Job>, Error> {
+        if let (Some(src), Some(dst)) = (&self.src, &self.dst) {
+            let (src, dst) = (notation::parse(src)?, notation::parse(dst)?);
+            let dtype = crate::element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?;
+            return Ok(vec![Job {
+                name: "custom".into(),
+                dtype,
+                src: src.layout,
+                dst: dst.layout,
+            }]);
+        }
+        let cases = match self.cases.as_slice() {
+            [] => suite::cases(size),
+            names => names
+                .iter()
+                .map(|name| {
+                    suite::case(name, size).ok_or_else(|| {
+                        Error::Unsupported(format!("the suite has no case named '{name}'"))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        cases
+            .into_iter()
+            .map(|case| {
+                let (src, dst) = case.layouts()?;
+                Ok(Job {
+                    name: case.name.into(),
+                    dtype: case.dtype,
+                    src,
+                    dst,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Prints every case with its size, and the flags that time its layouts as a pair.
+fn list(size: Size) {
+    for case in suite::cases(size) {
+        println!(
+            "{:<17} {:<5} {:>10}  {}\n    --src '{}' --dst '{}' --dtype {}",
+            case.name,
+            case.dtype,
+            human_bytes(case.bytes()),
+            case.about,
+            case.src,
+            case.dst,
+            case.dtype
+        );
+    }
+}
+
+/// Times one job with the storage type of its element size.
+fn measure(job: &Job, threads: usize, tune: bool, runs: [usize; 3]) -> Result<Row, Error> {
+    match job.dtype.size() {
+        1 => measure_as::<u8>(job, threads, tune, runs),
+        2 => measure_as::<u16>(job, threads, tune, runs),
+        4 => measure_as::<u32>(job, threads, tune, runs),
+        _ => measure_as::<u64>(job, threads, tune, runs),
+    }
+}
+
+/// Compiles the job's kernel (tuned unless `tune` is off) and times it, memcpy and the naive
+/// loop on the same buffers.
+fn measure_as<T: Element>(
+    job: &Job,
+    threads: usize,
+    tune: bool,
+    runs: [usize; 3],
+) -> Result<Row, Error> {
+    let options = Options::new().dtype(job.dtype).threads(threads).tune(tune);
+    let kernel = compile_relayout_with(&job.src, &job.dst, options)?;
+    let elements = job.src.size();
+    // Every page is written before timing, so no contender pays for first touches; a source of
+    // distinct values keeps reads off the shared zero page.
+    let fill = |len: usize| (0..len as u64).map(T::from_bits).collect::<Vec<T>>();
+    let src = fill(job.src.cosize());
+    let mut dst = vec![T::from_bits(u64::MAX); job.dst.cosize()];
+    // memcpy copies the tensor's bytes; a broadcast source has fewer slots, so it reads its own.
+    let spare;
+    let copy_from = if src.len() >= elements {
+        &src[..elements]
+    } else {
+        spare = fill(elements);
+        &spare[..]
+    };
+    while kernel.blocking().is_none() {
+        kernel.run(&src, &mut dst)?;
+    }
+    let [relayout, memcpy, naive] = timing::interleaved_medians(runs, |i| match i {
+        0 => kernel.run(&src, &mut dst),
+        1 => {
+            parallel_copy(copy_from, &mut dst[..elements], threads);
+            Ok(())
+        }
+        _ => reference::relayout(&job.src, &src, &job.dst, &mut dst, None),
+    })?;
+    let bytes = elements * job.dtype.size();
+    let gbps = |secs: f64| bytes as f64 / secs / 1e9;
+    Ok(Row {
+        case: job.name.clone(),
+        dtype: job.dtype,
+        bytes,
+        threads,
+        relayout_gbps: gbps(relayout),
+        memcpy_gbps: gbps(memcpy),
+        naive_gbps: gbps(naive),
+        compile_us: kernel.compile_micros(),
+    })
+}
+
+/// `dst.copy_from_slice(src)` with the slices split evenly between `threads` scoped threads.
+fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize) {
+    if threads <= 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = src.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for (to, from) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+            scope.spawn(move || to.copy_from_slice(from));
+        }
+    });
+}
+
+fn write_header(out: &mut impl std::io::Write, format: Format) -> std::io::Result<()> {
+    match format {
+        Format::Tsv => writeln!(out, "{}", TSV_COLUMNS.join("\t")),
+        Format::Table => write_row(out, format, &HEADINGS.map(String::from)),
+        Format::Markdown => {
+            write_row(out, format, &HEADINGS.map(String::from))?;
+            let rule = ["---"; 10].map(String::from);
+            write_row(out, format, &rule)
+        }
+    }
+}
+
+fn write_row(
+    out: &mut impl std::io::Write,
+    format: Format,
+    cells: &[String; 10],
+) -> std::io::Result<()> {
+    match format {
+        Format::Tsv => writeln!(out, "{}", cells.join("\t")),
+        Format::Markdown => writeln!(out, "| {} |", cells.join(" | ")),
+        Format::Table => {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(WIDTHS)
+                .enumerate()
+                .map(|(i, (cell, width))| match i {
+                    0 | 1 => format!("{cell:<width$}"),
+                    _ => format!("{cell:>width$}"),
+                })
+                .collect();
+            writeln!(out, "{}", padded.join(" ").trim_end())
+        }
+    }
+}
+
+/// `x` with four significant digits (at least none after the point): `14.59`, `0.02531`, `2664`.
+fn significant(x: f64) -> String {
+    let magnitude = if x == 0.0 || !x.is_finite() {
+        0
+    } else {
+        x.abs().log10().floor() as i32
+    };
+    let decimals = (3 - magnitude).clamp(0, 12) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// `16 KiB`, `61.0 MiB`: bytes in binary units.
+fn human_bytes(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / (1 << 10) as f64),
+        b => format!("{b} B"),
+    }
+}
+
+/// A horizontal bar chart of each row's ratio to memcpy, as SVG text.
+fn bar_chart(rows: &[Row], threads: usize, runs: usize) -> String {
+    const LEFT: f64 = 140.0;
+    const PLOT: f64 = 520.0;
+    const TOP: f64 = 70.0;
+    const BAR: f64 = 16.0;
+    const STEP: f64 = 22.0;
+    let ratios: Vec<f64> = rows.iter().map(Row::ratio_memcpy).collect();
+    // The axis runs to 1 (memcpy) or past the largest ratio, in quarters.
+    let max = (ratios.iter().fold(1.0f64, |m, &r| m.max(r)) * 4.0).ceil() / 4.0;
+    let x = |ratio: f64| LEFT + PLOT * ratio / max;
+    let bottom = TOP + STEP * rows.len() as f64;
+    let (width, height) = (LEFT + PLOT + 60.0, bottom + 40.0);
+    let threads_text = if threads == 1 {
+        "1 thread".to_string()
+    } else {
+        format!("{threads} threads")
+    };
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{LEFT}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">relayout throughput \
+         as a fraction of memcpy of the same bytes</text>\n\
+         <text x=\"{LEFT}\" y=\"40\" fill=\"#555\">{threads_text}, median of {runs} runs; higher \
+         is better; figures depend on the machine</text>\n"
+    );
+    for quarter in 0..=(max * 4.0) as usize {
+        let tick = quarter as f64 / 4.0;
+        let tx = x(tick);
+        svg += &format!(
+            "<line x1=\"{tx:.1}\" y1=\"{TOP}\" x2=\"{tx:.1}\" y2=\"{bottom}\" stroke=\"#ddd\"/>\n\
+             <text x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\">{tick:.2}</text>\n",
+            bottom + 16.0
+        );
+    }
+    for (i, (row, ratio)) in rows.iter().zip(&ratios).enumerate() {
+        let y = TOP + STEP * i as f64 + (STEP - BAR) / 2.0;
+        let text_y = y + BAR - 4.0;
+        svg += &format!(
+            "<text x=\"{:.1}\" y=\"{text_y:.1}\" text-anchor=\"end\">{}</text>\n\
+             <rect x=\"{LEFT}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR}\" fill=\"#4878a8\"/>\n\
+             <text x=\"{:.1}\" y=\"{text_y:.1}\" fill=\"#333\">{ratio:.2}</text>\n",
+            LEFT - 6.0,
+            row.case,
+            x(*ratio) - LEFT,
+            x(*ratio) + 4.0,
+        );
+    }
+    let one = x(1.0);
+    svg += &format!(
+        "<line x1=\"{one:.1}\" y1=\"{:.1}\" x2=\"{one:.1}\" y2=\"{bottom}\" stroke=\"#c03030\" \
+         stroke-dasharray=\"5,3\"/>\n\
+         <text x=\"{one:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#c03030\">memcpy</text>\n\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\">relayout GB/s ÷ \
+         memcpy GB/s</text>\n</svg>\n",
+        TOP - 6.0,
+        TOP - 8.0,
+        LEFT + PLOT / 2.0,
+        bottom + 32.0
+    );
+    svg
+}
