@@ -114,7 +114,7 @@ impl Options {
         }
     }
 
-    /// Run on up to `threads` threads (at least 1; small relayouts use fewer, about one per MiB
+    /// Run on up to `threads` threads (at least 1; small relayouts use fewer, one per 256 KiB
     /// of destination).
     pub fn threads(self, threads: usize) -> Options {
         Options {
@@ -136,7 +136,7 @@ impl Options {
 
 /// Destination bytes each thread should have at least: below that, starting a thread costs more
 /// than it saves, so small relayouts run on fewer threads than asked.
-const MIN_BYTES_PER_THREAD: usize = 1 << 20;
+const MIN_BYTES_PER_THREAD: usize = 256 << 10;
 
 /// A compiled relayout from one layout to another.
 ///
