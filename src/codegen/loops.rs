@@ -17,14 +17,31 @@ impl Emitter<'_> {
         strides: (i64, i64),
         body: impl FnOnce(&mut Self, Value, Value, Value),
     ) {
+        let start = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
+        self.looping(Some(start), (lo, hi), s, d, strides, body);
+    }
+
+    /// The loop of [`Emitter::counted_loop`] over `lo..hi`; with `start: None` the loop is known
+    /// to run at least once and has no entry check.
+    fn looping(
+        &mut self,
+        start: Option<Value>,
+        (lo, hi): (Value, Value),
+        s: Value,
+        d: Value,
+        strides: (i64, i64),
+        body: impl FnOnce(&mut Self, Value, Value, Value),
+    ) {
         let head = self.b.create_block();
         let exit = self.b.create_block();
         for _ in 0..3 {
             self.b.append_block_param(head, types::I64);
         }
-        let start = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
         let args = [lo, s, d].map(BlockArg::Value);
-        self.b.ins().brif(start, head, &args, exit, &[]);
+        match start {
+            Some(start) => self.b.ins().brif(start, head, &args, exit, &[]),
+            None => self.b.ins().jump(head, &args),
+        };
         self.b.switch_to_block(head);
         let [i, s, d] = [0, 1, 2].map(|k| self.b.block_params(head)[k]);
         body(self, i, s, d);
@@ -45,9 +62,13 @@ impl Emitter<'_> {
         d: Value,
         body: impl FnOnce(&mut Self, Value, Value),
     ) {
+        if l.extent == 0 {
+            return;
+        }
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, l.extent as i64);
-        self.counted_loop(lo, hi, s, d, (l.src_stride, l.dst_stride), |e, _, s, d| {
+        let strides = (l.src_stride, l.dst_stride);
+        self.looping(None, (lo, hi), s, d, strides, |e, _, s, d| {
             body(e, s, d)
         });
     }

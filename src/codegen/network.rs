@@ -175,8 +175,8 @@ impl Emitter<'_> {
             .load_at
             .iter()
             .map(|&at| {
-                let at = self.advance_bytes(s, at);
-                self.b.ins().load(types::I8X16, self.flags, at, 0)
+                let (base, offset) = self.address(s, at);
+                self.b.ins().load(types::I8X16, self.flags, base, offset)
             })
             .collect();
         for stage in &tile.network.stages {
@@ -189,17 +189,17 @@ impl Emitter<'_> {
         for (reg, bytes) in regs.iter().zip(tile.network.simulate()) {
             let (r, b) = bytes[0];
             let at = (tile.dst_of)(r, b / elem) * self.elem_size;
-            let at = self.advance_bytes(d, at);
-            self.b.ins().store(self.flags, *reg, at, 0);
+            let (base, offset) = self.address(d, at);
+            self.b.ins().store(self.flags, *reg, base, offset);
         }
     }
 
-    /// `base + bytes` as an address.
-    fn advance_bytes(&mut self, base: Value, bytes: i64) -> Value {
-        if bytes == 0 {
-            base
-        } else {
-            self.b.ins().iadd_imm_s(base, bytes)
+    /// `base + bytes` as a base and the immediate offset of a load or store (which holds 32 bits;
+    /// larger offsets are added to the base).
+    fn address(&mut self, base: Value, bytes: i64) -> (Value, i32) {
+        match i32::try_from(bytes) {
+            Ok(offset) => (base, offset),
+            Err(_) => (self.b.ins().iadd_imm_s(base, bytes), 0),
         }
     }
 
