@@ -68,9 +68,7 @@ impl Emitter<'_> {
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, l.extent as i64);
         let strides = (l.src_stride, l.dst_stride);
-        self.looping(None, (lo, hi), s, d, strides, |e, _, s, d| {
-            body(e, s, d)
-        });
+        self.looping(None, (lo, hi), s, d, strides, |e, _, s, d| body(e, s, d));
     }
 
     /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`.
