@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::cli::run_cli;
 use relayout::Layout;
 use serde_json::Value;
 
@@ -27,20 +26,6 @@ fn layout_cases() -> Vec<Value> {
     let text = std::fs::read_to_string(GOLDEN).expect("the worked examples beside the repository");
     let all: Vec<Value> = serde_json::from_str(&text).unwrap();
     all.into_iter().filter(|c| c.get("op").is_none()).collect()
-}
-
-/// Runs the command line and returns what it printed, failing the test on a non-zero exit.
-fn run_cli(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_relayout"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn offsets_from_cli(text: &str) -> Vec<i64> {

@@ -2,14 +2,12 @@
 //! and compare the whole destination buffers, for every element size.
 #![allow(dead_code)]
 
-use relayout::{compile_relayout_with, reference, Element, Layout, Options};
+pub mod cli;
+pub mod guard;
+pub mod random_layouts;
 
-/// Source data whose element `i` is a distinct pattern for each `i` (for any element size).
-pub fn pattern<T: Element>(len: usize) -> Vec<T> {
-    (0..len as u64)
-        .map(|i| T::from_bits(i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ i))
-        .collect()
-}
+pub use guard::pattern;
+use relayout::{compile_relayout_with, reference, Element, Layout, Options};
 
 /// Runs `src → dst` with the JIT and with the reference on the same data (the destination
 /// pre-filled with a marker so untouched slots are compared too), for element type `T`, and
@@ -20,7 +18,7 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     pad: Option<T>,
 ) {
     let a: Vec<T> = pattern(src.cosize());
-    let marker = T::from_bits(0xA5A5_A5A5_A5A5_A5A5);
+    let marker = T::from_bits(guard::MARKER);
     let mut want = vec![marker; dst.cosize()];
     reference::relayout(src, &a, dst, &mut want, pad).expect("reference");
     let mut options = Options::new().elem_size(std::mem::size_of::<T>());
