@@ -140,8 +140,17 @@ impl TvmMap {
     ///
     /// Fails with [`Error::InvalidLayout`] when the ranks differ, an extent is 0, a name is not
     /// a Python identifier or repeats, or an output reads a dimension outside the shape, and
-    /// with [`Error::Unsupported`] for expressions nested deeper than 200 operations.
+    /// with [`Error::Unsupported`] for expressions nested deeper than 200 operations and for
+    /// more than [`crate::layout::MAX_RANK`] dimensions or outputs.
     pub fn new(shape: Vec<usize>, params: Vec<String>, outputs: Vec<TvmExpr>) -> Result<TvmMap> {
+        crate::layout::check_rank(shape.len())?;
+        if outputs.len() > crate::layout::MAX_RANK {
+            return Err(Error::Unsupported(format!(
+                "an index map with {} outputs; relayout handles at most {}",
+                outputs.len(),
+                crate::layout::MAX_RANK
+            )));
+        }
         if params.len() != shape.len() {
             return Err(Error::InvalidLayout(format!(
                 "the index map has {} parameters but the shape {shape:?} has {} dimensions",
