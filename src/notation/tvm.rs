@@ -273,14 +273,16 @@ impl TvmMap {
                  range to start at 0"
             )));
         }
-        usize::try_from(extent)
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| {
-                Error::InvalidLayout(format!(
-                    "output {k} ({shown}) has no valid extent (TVM infers {extent})"
-                ))
-            })
+        if extent < 1 {
+            return Err(Error::InvalidLayout(format!(
+                "output {k} ({shown}) has no valid extent (TVM infers {extent})"
+            )));
+        }
+        usize::try_from(extent).map_err(|_| {
+            Error::Overflow(format!(
+                "output {k} ({shown}) has an extent of {extent}, which does not fit in memory"
+            ))
+        })
     }
 
     /// Every value of output `k` must be an index of the final shape's dimension `k`.
@@ -1360,7 +1362,8 @@ mod affine {
                 mut div,
                 ext,
             } = key;
-            if scale == 0 {
+            if scale == 0 || ext == Some(1) {
+                // `… % 1` is 0 whatever it reads.
                 return Ok(Affine::default());
             }
             let g = lin
@@ -1462,7 +1465,9 @@ mod affine {
                         .checked_sub(lower.key.shift)
                         .is_some_and(|d| d.rem_euclid(div) == 0)
             };
-            if let Some(b) = terms.iter().position(continues) {
+            // A term never continues itself (that would need a radix of 1).
+            let other = |(b, upper): &(usize, &Term)| *b != a && continues(upper);
+            if let Some((b, _)) = terms.iter().enumerate().find(other) {
                 return Some((a, b));
             }
         }
