@@ -9,7 +9,9 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::random_layouts::{generate, pair_from, shape, Choices, Kind, Pair, Role, KINDS};
+use common::random_layouts::{
+    generate, pair_from, shape, Choices, Kind, Pair, Role, KINDS, MAX_COSIZE,
+};
 use proptest::prelude::*;
 use relayout::{compile_relayout_with, reference, Element, Error, Options};
 
@@ -155,5 +157,18 @@ fn any_byte_string_gives_a_pair() {
         let pair = pair_from(&mut (0..len).map(|b| b.wrapping_mul(37)));
         assert_eq!(pair.src.layout.shape(), pair.dst.layout.shape());
         assert!(pair.dst.layout.is_injective(), "{pair}");
+        assert!(pair.src.layout.cosize() <= MAX_COSIZE, "{pair}");
+        assert!(pair.dst.layout.cosize() <= MAX_COSIZE, "{pair}");
     }
+}
+
+/// A fuzz input whose pair used to need a 600-million-element source (compounding stride gaps).
+#[test]
+fn gaps_keep_buffers_small() {
+    let mut bytes = vec![0x13, 0x01, 0xed, 0xec];
+    bytes.extend([0xb3; 83]);
+    bytes.extend([0x30, 0x12, 0x35]);
+    let pair = pair_from(&mut bytes.into_iter());
+    assert!(pair.src.layout.cosize() <= MAX_COSIZE, "{pair}");
+    assert!(pair.dst.layout.cosize() <= MAX_COSIZE, "{pair}");
 }
