@@ -24,7 +24,9 @@ pub enum Error {
         /// What was expected or what was wrong.
         message: String,
     },
-    /// A layout that parses but cannot exist (a Packed that does not divide, a dim never covered…).
+    /// A layout that parses but cannot exist (a Packed that does not divide, a dim never covered…),
+    /// or a CuTe algebra operation whose operands break one of its conditions (a composition
+    /// that fails CuTe's divisibility conditions, the complement of overlapping modes…).
     #[error("invalid layout: {0}")]
     InvalidLayout(String),
     /// A well-formed request that relayout does not handle (yet), e.g. TVM axis separators.

@@ -2,9 +2,13 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::{Function, UserFuncName};
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_codegen::{isa::OwnedTargetIsa, Context};
+use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
@@ -12,7 +16,8 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::codegen;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::plan::Plan;
+use crate::plan::{Blocking, Plan};
+use crate::runtime;
 
 /// Kernels the cache keeps alive; the oldest is dropped first when it is full.
 const CACHE_CAPACITY: usize = 256;
@@ -20,16 +25,16 @@ const CACHE_CAPACITY: usize = 256;
 /// The generated function: `(src, dst, begin, end)`.
 type KernelFn = unsafe extern "C" fn(*const u8, *mut u8, i64, i64);
 
-/// Machine code of one kernel and the module that owns its memory.
+/// Machine code of one kernel and the module that owns its memory. The IR and assembly texts are
+/// made on first request (by generating the function again), so compiling stays fast.
 pub(crate) struct Compiled {
     module: Option<JITModule>,
     entry: KernelFn,
-    /// Cranelift IR text.
-    pub(crate) clif: String,
-    /// Assembly text of the machine code.
-    pub(crate) asm: String,
-    /// Microseconds spent in Cranelift (define and finalize).
+    plan: Arc<Plan>,
+    /// Microseconds from the start of planning to finalized machine code.
     pub(crate) compile_micros: f64,
+    clif: OnceLock<String>,
+    asm: OnceLock<std::result::Result<String, String>>,
 }
 
 // SAFETY: after `finalize_definitions` the module's code is immutable and `entry` is a plain
@@ -59,7 +64,10 @@ impl Compiled {
     pub(crate) unsafe fn call(&self, src: *const u8, dst: *mut u8, begin: usize, end: usize) {
         // SAFETY: the caller upholds the buffer contract above; the generated code touches only
         // the elements the plan maps, all inside those lengths (checked by the plan tests).
-        unsafe { (self.entry)(src, dst, begin as i64, end as i64) }
+        unsafe { (self.entry)(src, dst, begin as i64, end as i64) };
+        if self.plan.regions().iter().any(|r| r.streamed) {
+            runtime::fence();
+        }
     }
 }
 
@@ -89,30 +97,27 @@ fn host_isa() -> Result<OwnedTargetIsa> {
     .map_err(|e| Error::Codegen(format!("no Cranelift backend for this host: {e}")))
 }
 
-/// Compiles `plan` into a new JIT module of its own.
-pub(crate) fn compile(plan: &Plan) -> Result<Compiled> {
+/// Compiles `plan` into a new JIT module of its own; `start` is when planning began, so that
+/// [`Compiled::compile_micros`] covers planning, code generation and Cranelift.
+fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let codegen_err = |e: &dyn std::fmt::Display| Error::Codegen(e.to_string());
-    let start = std::time::Instant::now();
     let isa = host_isa()?;
-    let call_conv = isa.default_call_conv();
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-    let sig = codegen::signature(call_conv);
-    let id = module
-        .declare_function("relayout", Linkage::Local, &sig)
+    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+    builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows as *const u8);
+    let mut module = JITModule::new(builder);
+    let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
+    let stream_rows = module
+        .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
+    debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
     let mut ctx = Context::new();
-    ctx.func.signature = sig;
-    ctx.set_disasm(true);
-    let mut fctx = FunctionBuilderContext::new();
-    codegen::build(plan, &mut ctx.func, &mut fctx, module.target_config());
-    let clif = ctx.func.display().to_string();
+    ctx.func = function(&plan, module.isa());
+    let id = module
+        .declare_function("relayout", Linkage::Local, &ctx.func.signature)
+        .map_err(|e| codegen_err(&e))?;
     module
         .define_function(id, &mut ctx)
         .map_err(|e| codegen_err(&format!("{e:?}")))?;
-    let asm = ctx
-        .compiled_code()
-        .and_then(|c| c.vcode.clone())
-        .unwrap_or_default();
     module.finalize_definitions().map_err(|e| codegen_err(&e))?;
     let code = module.get_finalized_function(id);
     // SAFETY: `code` is the finalized entry of a function declared with `codegen::signature`,
@@ -122,10 +127,56 @@ pub(crate) fn compile(plan: &Plan) -> Result<Compiled> {
     Ok(Compiled {
         module: Some(module),
         entry,
-        clif,
-        asm,
+        plan,
         compile_micros: start.elapsed().as_secs_f64() * 1e6,
+        clif: OnceLock::new(),
+        asm: OnceLock::new(),
     })
+}
+
+/// The Cranelift function of `plan` for `isa`.
+fn function(plan: &Plan, isa: &dyn TargetIsa) -> Function {
+    let mut func = Function::with_name_signature(
+        UserFuncName::default(),
+        codegen::signature(isa.default_call_conv()),
+    );
+    codegen::build(
+        plan,
+        &mut func,
+        &mut FunctionBuilderContext::new(),
+        isa.frontend_config(),
+    );
+    func
+}
+
+impl Compiled {
+    /// The Cranelift IR of the kernel, as text.
+    pub(crate) fn clif(&self) -> Result<&str> {
+        let isa = host_isa()?;
+        Ok(self
+            .clif
+            .get_or_init(|| function(&self.plan, &*isa).display().to_string()))
+    }
+
+    /// The kernel's machine code as assembly text: the function is compiled again, with
+    /// Cranelift's disassembly on, the first time it is asked for.
+    pub(crate) fn asm(&self) -> Result<&str> {
+        let isa = host_isa()?;
+        self.asm
+            .get_or_init(|| {
+                let mut ctx = Context::new();
+                ctx.func = function(&self.plan, &*isa);
+                ctx.set_disasm(true);
+                let code = ctx
+                    .compile(&*isa, &mut ControlPlane::default())
+                    .map_err(|e| format!("{:?}", e.inner))?;
+                code.vcode
+                    .clone()
+                    .ok_or_else(|| "Cranelift gave no disassembly".to_string())
+            })
+            .as_deref()
+            .map_err(|e| Error::Codegen(e.clone()))
+    }
 }
 
 /// What identifies a kernel in the cache.
@@ -134,6 +185,7 @@ struct Key {
     src: Layout,
     dst: Layout,
     elem_size: usize,
+    blocking: Blocking,
 }
 
 /// A bounded cache of compiled kernels keyed by layout pair and element size.
@@ -149,6 +201,7 @@ pub(crate) fn cached(
     src: &Layout,
     dst: &Layout,
     elem_size: usize,
+    blocking: Blocking,
 ) -> Result<(Arc<Plan>, Arc<Compiled>, bool)> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
@@ -156,12 +209,14 @@ pub(crate) fn cached(
         src: src.clone(),
         dst: dst.clone(),
         elem_size,
+        blocking,
     };
     if let Some((plan, kernel)) = lock(cache).kernels.get(&key) {
         return Ok((plan.clone(), kernel.clone(), true));
     }
-    let plan = Arc::new(Plan::new(src, dst, elem_size)?);
-    let kernel = Arc::new(compile(&plan)?);
+    let start = Instant::now();
+    let plan = Arc::new(Plan::with_blocking(src, dst, elem_size, blocking)?);
+    let kernel = Arc::new(compile(plan.clone(), start)?);
     let mut guard = lock(cache);
     if guard.kernels.len() >= CACHE_CAPACITY {
         if let Some(old) = guard.order.pop_front() {

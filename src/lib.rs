@@ -1,6 +1,7 @@
 //! relayout: JIT-compiled tensor relayouts.
 #![warn(missing_docs)]
 
+pub mod algebra;
 mod codegen;
 mod dtype;
 mod error;
@@ -10,6 +11,8 @@ pub mod notation;
 pub mod plan;
 pub mod reference;
 mod relayout;
+mod runtime;
+mod tune;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::jit::{self, Compiled};
+use crate::jit;
 use crate::layout::Layout;
-use crate::plan::Plan;
+use crate::plan::{Blocking, Plan, STREAM_MIN_BYTES};
+use crate::tune::{self, Candidate, TuneKey, Tuner};
 
 /// A plain element type a kernel can move: the primitive integers and floats of 1, 2, 4 and 8
 /// bytes. (Use `u16` for `f16`/`bf16` data: a relayout only moves bits.)
@@ -58,6 +60,7 @@ pub struct Options {
     elem_size: usize,
     pad_bits: Option<u64>,
     threads: usize,
+    tune: bool,
 }
 
 impl Default for Options {
@@ -66,12 +69,13 @@ impl Default for Options {
             elem_size: 4,
             pad_bits: None,
             threads: 1,
+            tune: false,
         }
     }
 }
 
 impl Options {
-    /// 4-byte elements, padding left untouched, one thread.
+    /// 4-byte elements, padding left untouched, one thread, no tuning.
     pub fn new() -> Options {
         Options::default()
     }
@@ -117,6 +121,16 @@ impl Options {
             ..self
         }
     }
+
+    /// Tune the blocking of large transposes by measurement: compile each distinct candidate
+    /// ([`Blocking::CANDIDATES`]), time each on the first runs (three each; every candidate is a
+    /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
+    /// remembered for the process. Pairs with small destinations (under
+    /// [`plan::STREAM_MIN_BYTES`](crate::plan::STREAM_MIN_BYTES)) or a single distinct candidate
+    /// are not tuned.
+    pub fn tune(self, on: bool) -> Options {
+        Options { tune: on, ..self }
+    }
 }
 
 /// A compiled relayout from one layout to another.
@@ -125,10 +139,16 @@ impl Options {
 /// last clone (and the kernel cache) lets go of it.
 #[derive(Clone)]
 pub struct Relayout {
-    plan: Arc<Plan>,
-    kernel: Arc<Compiled>,
+    kernels: Kernels,
     options: Options,
     cache_hit: bool,
+}
+
+/// The kernel of a relayout, or the candidates it is choosing among.
+#[derive(Clone)]
+enum Kernels {
+    One(Arc<Candidate>),
+    Tuned(Arc<Tuner>),
 }
 
 /// Compiles the relayout from `src` to `dst` for 4-byte elements (`f32`, `u32`, `i32`).
@@ -151,10 +171,42 @@ pub fn compile_relayout(src: &Layout, dst: &Layout) -> Result<Relayout> {
 /// Compiles the relayout from `src` to `dst` with the given [`Options`]. Compiling a pair that
 /// was compiled before (same layouts and element size) returns the cached kernel.
 pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Result<Relayout> {
-    let (plan, kernel, cache_hit) = jit::cached(src, dst, options.elem_size)?;
-    Ok(Relayout {
+    let elem_size = options.elem_size;
+    let key = TuneKey {
+        src: src.clone(),
+        dst: dst.clone(),
+        elem_size,
+        threads: options.threads,
+    };
+    let remembered = options.tune.then(|| tune::remembered(&key)).flatten();
+    let blocking = remembered.unwrap_or_default();
+    let (plan, kernel, cache_hit) = jit::cached(src, dst, elem_size, blocking)?;
+    let large = plan.dst_len().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
+    let mut candidates = vec![Candidate {
+        blocking,
         plan,
         kernel,
+    }];
+    if options.tune && remembered.is_none() && large {
+        for &blocking in &Blocking::CANDIDATES[1..] {
+            let plan = Plan::with_blocking(src, dst, elem_size, blocking)?;
+            if candidates.iter().all(|c| *c.plan != plan) {
+                let (plan, kernel, _) = jit::cached(src, dst, elem_size, blocking)?;
+                candidates.push(Candidate {
+                    blocking,
+                    plan,
+                    kernel,
+                });
+            }
+        }
+    }
+    let kernels = if candidates.len() > 1 {
+        Kernels::Tuned(Arc::new(Tuner::new(key, candidates)))
+    } else {
+        Kernels::One(Arc::new(candidates.remove(0)))
+    };
+    Ok(Relayout {
+        kernels,
         options,
         cache_hit,
     })
@@ -167,23 +219,24 @@ impl Relayout {
     /// layout's [`Layout::cosize`]. Destination slots that hold no element are left alone, or
     /// set to the pad value of the [`Options`].
     pub fn run<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<()> {
-        if std::mem::size_of::<T>() != self.plan.elem_size() {
+        let plan = self.plan();
+        if std::mem::size_of::<T>() != plan.elem_size() {
             return Err(Error::ElementType(format!(
                 "this relayout was compiled for {}-byte elements, called with {}-byte elements",
-                self.plan.elem_size(),
+                plan.elem_size(),
                 std::mem::size_of::<T>()
             )));
         }
         for (which, needed, got) in [
-            ("source", self.plan.src_len(), src.len()),
-            ("destination", self.plan.dst_len(), dst.len()),
+            ("source", plan.src_len(), src.len()),
+            ("destination", plan.dst_len(), dst.len()),
         ] {
             if got < needed {
                 return Err(Error::BufferTooShort { which, needed, got });
             }
         }
         if let Some(bits) = self.options.pad_bits {
-            dst[..self.plan.dst_len()].fill(T::from_bits(bits));
+            dst[..plan.dst_len()].fill(T::from_bits(bits));
         }
         // SAFETY: the lengths were checked above; `&[T]` and `&mut [T]` cannot overlap.
         unsafe { self.launch(src.as_ptr().cast(), dst.as_mut_ptr().cast()) };
@@ -201,22 +254,42 @@ impl Relayout {
         unsafe { self.launch(src, dst) }
     }
 
-    /// Splits the work between the configured threads and runs the kernel.
+    /// Runs the current kernel, or, while tuning, the next candidate, timed.
+    ///
+    /// # Safety
+    /// As [`Relayout::run_raw`]. Every candidate reads and writes the same elements.
+    unsafe fn launch(&self, src: *const u8, dst: *mut u8) {
+        match &self.kernels {
+            // SAFETY: forwarded from the caller.
+            Kernels::One(c) => unsafe { self.launch_candidate(c, src, dst) },
+            Kernels::Tuned(tuner) => {
+                let (candidate, trial) = tuner.next();
+                let start = Instant::now();
+                // SAFETY: forwarded from the caller; all candidates move the same elements.
+                unsafe { self.launch_candidate(candidate, src, dst) };
+                if trial {
+                    tuner.record(candidate.blocking, start.elapsed());
+                }
+            }
+        }
+    }
+
+    /// Splits the work of one kernel between the configured threads and runs it.
     ///
     /// # Safety
     /// As [`Relayout::run_raw`].
-    unsafe fn launch(&self, src: *const u8, dst: *mut u8) {
-        let work = self.plan.work();
+    unsafe fn launch_candidate(&self, candidate: &Candidate, src: *const u8, dst: *mut u8) {
+        let work = candidate.plan.work();
         let threads = self.options.threads.min(work).max(1);
         if threads == 1 {
             // SAFETY: the caller guarantees the buffers; one call covers all the work.
-            return unsafe { self.kernel.call(src, dst, 0, work) };
+            return unsafe { candidate.kernel.call(src, dst, 0, work) };
         }
         let (src, dst) = (src as usize, dst as usize);
         std::thread::scope(|scope| {
             for t in 0..threads {
                 let (begin, end) = (work * t / threads, work * (t + 1) / threads);
-                let kernel = &self.kernel;
+                let kernel = &candidate.kernel;
                 scope.spawn(move || {
                     // SAFETY: the caller guarantees the buffers; the ranges `[begin, end)` are
                     // disjoint and distinct outer iterations write distinct destination
@@ -228,24 +301,51 @@ impl Relayout {
         });
     }
 
-    /// The loop nest the kernel runs.
+    /// The kernel in use: the only one, or while tuning the default, then the chosen one.
+    fn current(&self) -> &Candidate {
+        match &self.kernels {
+            Kernels::One(c) => c,
+            Kernels::Tuned(tuner) => tuner.current(),
+        }
+    }
+
+    /// The loop nest the kernel runs (with [`Options::tune`], the chosen one once tuning ends).
     pub fn plan(&self) -> &Plan {
-        &self.plan
+        &self.current().plan
     }
 
-    /// The Cranelift IR of the kernel, as text.
-    pub fn clif(&self) -> &str {
-        &self.kernel.clif
+    /// The Cranelift IR of the kernel, as text (generated on first request).
+    ///
+    /// ```
+    /// use relayout::{compile_relayout, Layout};
+    ///
+    /// let r = compile_relayout(&Layout::row_major(&[64, 64])?, &Layout::col_major(&[64, 64])?)?;
+    /// assert!(r.clif()?.contains("shuffle"));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn clif(&self) -> Result<&str> {
+        self.current().kernel.clif()
     }
 
-    /// The kernel's machine code as assembly text (Cranelift's disassembly of its final code).
-    pub fn asm(&self) -> &str {
-        &self.kernel.asm
+    /// The kernel's machine code as assembly text: Cranelift's listing of its final code, made by
+    /// compiling the function once more with disassembly on the first time it is asked for (so
+    /// that ordinary compiles do not pay for it).
+    pub fn asm(&self) -> Result<&str> {
+        self.current().kernel.asm()
     }
 
-    /// Microseconds Cranelift took to compile this kernel (when it was compiled, not on a hit).
+    /// Microseconds spent planning and compiling this kernel (when it was compiled, not on a hit).
     pub fn compile_micros(&self) -> f64 {
-        self.kernel.compile_micros
+        self.current().kernel.compile_micros
+    }
+
+    /// The blocking of the kernel in use, or `None` while [`Options::tune`] is still measuring
+    /// the candidates.
+    pub fn blocking(&self) -> Option<Blocking> {
+        match &self.kernels {
+            Kernels::One(c) => Some(c.blocking),
+            Kernels::Tuned(tuner) => tuner.chosen().map(|c| c.blocking),
+        }
     }
 
     /// Whether this handle came from the kernel cache rather than a fresh compilation.
@@ -262,7 +362,7 @@ impl Relayout {
 impl fmt::Debug for Relayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Relayout")
-            .field("plan", &self.plan)
+            .field("plan", self.plan())
             .field("options", &self.options)
             .finish_non_exhaustive()
     }

@@ -3,7 +3,6 @@
 
 mod common;
 
-use common::cli::run_cli_raw;
 use relayout::{
     compile_relayout, compile_relayout_with, reference, DType, Digit, Error, Layout, Options,
     Source,
@@ -429,7 +428,7 @@ fn command_line_errors_are_one_line() {
         ),
     ];
     for (args, want) in cases {
-        let out = run_cli_raw(args);
+        let out = common::cli(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
@@ -457,7 +456,7 @@ fn command_line_usage_errors() {
             "2",
         ],
     ] {
-        let out = run_cli_raw(args);
+        let out = common::cli(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");

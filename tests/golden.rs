@@ -3,14 +3,9 @@
 
 mod common;
 
-use common::cli::run_cli;
+use common::{golden_cases, run_cli};
 use relayout::Layout;
 use serde_json::Value;
-
-const GOLDEN: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/cases/public_golden.json"
-);
 
 /// The notation-prefixed text of a layout case.
 fn layout_text(case: &Value) -> String {
@@ -23,9 +18,10 @@ fn layout_text(case: &Value) -> String {
 }
 
 fn layout_cases() -> Vec<Value> {
-    let text = std::fs::read_to_string(GOLDEN).expect("the worked examples beside the repository");
-    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
-    all.into_iter().filter(|c| c.get("op").is_none()).collect()
+    golden_cases()
+        .into_iter()
+        .filter(|c| c.get("op").is_none())
+        .collect()
 }
 
 fn offsets_from_cli(text: &str) -> Vec<i64> {
@@ -123,4 +119,57 @@ fn cli_apply_prints_what_the_reference_gives() {
             .join(" ");
         assert_eq!(printed.trim_end(), want, "{text}");
     }
+}
+
+#[test]
+fn cli_check_passes_on_every_worked_example() {
+    for case in layout_cases() {
+        let text = layout_text(&case);
+        let l = Layout::parse(&text).unwrap();
+        if !l.is_injective() || l.size() > 1 << 16 {
+            continue;
+        }
+        let rm = format!(
+            "cute:{}",
+            relayout::notation::cute::CuteLayout::from_layout(
+                &Layout::row_major(l.shape()).unwrap()
+            )
+            .unwrap()
+        );
+        for dtype in ["u8", "bf16", "f32", "f64"] {
+            let dtype_args = if case["system"] == "xla" {
+                vec![]
+            } else {
+                vec!["--dtype", dtype]
+            };
+            for (src, dst) in [(&rm, &text), (&text, &rm)] {
+                let mut args = vec!["check", "--src", src, "--dst", dst];
+                args.extend(&dtype_args);
+                let out = run_cli(&args);
+                assert!(out.starts_with("ok: "), "{args:?}: {out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cli_apply_fills_padding_with_the_pad_value() {
+    // Rows of 3 in tiles of 2x2: the last column of tiles is half padding.
+    let printed = run_cli(&[
+        "apply",
+        "--src",
+        "morello:[3,3] [0, 1]",
+        "--dst",
+        "xla:u32[3,3]{1,0:T(2,2)}",
+        "--pad-value",
+        "99",
+    ]);
+    let src = Layout::row_major(&[3, 3]).unwrap();
+    let dst = Layout::parse("xla:u32[3,3]{1,0:T(2,2)}").unwrap();
+    let a: Vec<u32> = (0..9).collect();
+    let mut want = vec![u32::MAX; dst.cosize()];
+    relayout::reference::relayout(&src, &a, &dst, &mut want, Some(99)).unwrap();
+    let want: Vec<String> = want.iter().map(|v| v.to_string()).collect();
+    assert_eq!(printed.trim_end(), want.join(" "));
+    assert!(want.iter().any(|v| v == "99"));
 }

@@ -32,7 +32,16 @@ fn every_permutation_pair_of_small_shapes() {
 
 #[test]
 fn transposes_with_tails_for_every_element_size() {
-    for (m, n) in [(16, 16), (17, 33), (64, 40), (5, 100), (100, 5)] {
+    // Small tiles with tails, and blocks of destination lines (with partial blocks) beyond.
+    for (m, n) in [
+        (16, 16),
+        (17, 33),
+        (64, 40),
+        (5, 100),
+        (100, 5),
+        (150, 150),
+        (40, 133),
+    ] {
         let src = Layout::row_major(&[m, n]).unwrap();
         let dst = Layout::col_major(&[m, n]).unwrap();
         check_pair(&src, &dst);
@@ -122,7 +131,7 @@ fn a_cached_kernel_is_reused() {
     let first = compile_relayout(&src, &dst).unwrap();
     let second = compile_relayout(&src, &dst).unwrap();
     assert!(second.was_cached());
-    assert_eq!(first.clif(), second.clif());
+    assert_eq!(first.clif().unwrap(), second.clif().unwrap());
 }
 
 #[test]
@@ -139,4 +148,106 @@ fn broadcast_gaps_stay_on_the_fast_path() {
     assert!(src.is_separable());
     assert!(!src.is_injective());
     check_pair(&src, &Layout::col_major(&[4, 4]).unwrap());
+}
+
+/// `[n, c]` row-major against `c` split into blocks of `k` moved innermost (NCHWc-style packing
+/// of a 2-D tensor: `[c // k, n, c % k]`).
+fn packed(n: usize, c: usize, k: usize) -> Layout {
+    Layout::parse(&format!(
+        "tvm:[{n},{c}] lambda n, c: [c // {k}, n, c % {k}]"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn zip_and_unzip_kernels_for_short_strips() {
+    use relayout::plan::{Kernel, Plan};
+    for elem in [1usize, 2, 4, 8] {
+        let lanes = 16 / elem;
+        for k in [2, 4, 8].into_iter().filter(|&k| k < lanes) {
+            for n in [lanes, 3 * lanes + 1, 40] {
+                // Strips of k interleaved in the source become rows of n: unzip; and back: zip.
+                let rows = Layout::row_major(&[k, n]).unwrap();
+                let interleaved = Layout::col_major(&[k, n]).unwrap();
+                let unzip = Plan::new(&interleaved, &rows, elem).unwrap();
+                assert!(
+                    matches!(unzip.regions()[0].kernel, Kernel::Unzip { .. }),
+                    "{elem}-byte, k {k}, n {n}:\n{unzip}"
+                );
+                let zip = Plan::new(&rows, &interleaved, elem).unwrap();
+                assert!(
+                    matches!(zip.regions()[0].kernel, Kernel::Zip { .. }),
+                    "{elem}-byte, k {k}, n {n}:\n{zip}"
+                );
+                check_pair(&interleaved, &rows);
+                check_pair(&rows, &interleaved);
+            }
+        }
+    }
+    // Packing with blocks of 4 and 8 (including a padded last block) in both directions.
+    for (n, c, k) in [(16, 8, 4), (33, 16, 8), (17, 12, 8), (64, 6, 4)] {
+        let rm = Layout::row_major(&[n, c]).unwrap();
+        check_pair(&rm, &packed(n, c, k));
+        check_pair(&packed(n, c, k), &rm);
+    }
+    // XLA's (2,1) sub-tiles pair rows of 16-bit elements.
+    for (r, c) in [(16, 256), (10, 130)] {
+        let src = Layout::parse(&format!("xla:bf16[{r},{c}]{{1,0}}")).unwrap();
+        let dst = Layout::parse(&format!("xla:bf16[{r},{c}]{{1,0:T(8,128)(2,1)}}")).unwrap();
+        check_pair(&src, &dst);
+        check_pair(&dst, &src);
+    }
+}
+
+#[test]
+fn large_destinations_are_streamed_and_correct() {
+    use relayout::plan::{Plan, STREAM_MIN_BYTES};
+    // 12 MB of u32 in runs of 1_000_003 elements (runs after the first start unaligned),
+    // and a permutation that moves runs of 300_000 elements.
+    let long = Layout::row_major(&[3, 1_000_003]).unwrap();
+    let runs = Layout::row_major(&[3, 4, 300_000]).unwrap();
+    let swapped = Layout::ordered(&[3, 4, 300_000], &[1, 0, 2]).unwrap();
+    for (src, dst) in [(&long, &long), (&runs, &swapped)] {
+        assert!(dst.cosize() * 4 >= STREAM_MIN_BYTES);
+        let plan = Plan::new(src, dst, 4).unwrap();
+        assert!(plan.regions().iter().any(|r| r.streamed), "{plan}");
+        check_pair_as::<u32>(src, dst, None);
+        check_pair_as::<u32>(src, dst, Some(7));
+    }
+    // 1-byte elements in runs of an odd length: every run after the first starts unaligned.
+    let bytes = Layout::row_major(&[3, 3_000_001]).unwrap();
+    check_pair_as::<u8>(&bytes, &bytes, None);
+}
+
+#[test]
+fn tuning_measures_the_candidates_then_keeps_one() {
+    use relayout::{compile_relayout_with, reference, Options};
+    // A 9 MB destination: large enough to tune, with several distinct blockings.
+    let src = Layout::row_major(&[1100, 2048]).unwrap();
+    let dst = Layout::col_major(&[1100, 2048]).unwrap();
+    let options = Options::new().elem_size(4).tune(true);
+    let r = compile_relayout_with(&src, &dst, options).unwrap();
+    assert_eq!(r.blocking(), None, "tuning starts by measuring");
+    let a: Vec<u32> = common::pattern(src.cosize());
+    let mut want = vec![0u32; dst.cosize()];
+    reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+    let mut runs = 0;
+    while r.blocking().is_none() {
+        let mut got = vec![0u32; dst.cosize()];
+        r.run(&a, &mut got).unwrap();
+        assert!(
+            got == want,
+            "run {runs} (a trial) differs from the reference"
+        );
+        runs += 1;
+        assert!(runs <= 3 * relayout::plan::Blocking::CANDIDATES.len());
+    }
+    assert!(runs >= 6, "at least two candidates, three trials each");
+    let chosen = r.blocking().unwrap();
+    let mut got = vec![0u32; dst.cosize()];
+    r.run(&a, &mut got).unwrap();
+    assert!(got == want);
+    // Compiling again remembers the choice.
+    let again = compile_relayout_with(&src, &dst, options).unwrap();
+    assert_eq!(again.blocking(), Some(chosen));
 }

@@ -9,9 +9,11 @@
 mod indexed;
 mod kernels;
 mod loops;
+mod network;
 
 use cranelift_codegen::ir::{
-    types, AbiParam, Function, InstBuilder, MemFlagsData, Signature, Value,
+    types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, InstBuilder, MemFlagsData,
+    Signature, StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -20,10 +22,25 @@ use crate::plan::{Plan, Region};
 
 /// The signature of every generated relayout function.
 pub(crate) fn signature(call_conv: CallConv) -> Signature {
+    i64_signature(call_conv, 4)
+}
+
+/// The signature of the runtime's streaming routine (`runtime::stream_rows`).
+pub(crate) fn stream_rows_signature(call_conv: CallConv) -> Signature {
+    i64_signature(call_conv, 6)
+}
+
+/// The name by which generated code calls the streaming routine: the JIT module declares that
+/// import before anything else, so it is function 0 of the module's namespace 0.
+pub(crate) const STREAM_ROWS_NAME: UserExternalName = UserExternalName {
+    namespace: 0,
+    index: 0,
+};
+
+fn i64_signature(call_conv: CallConv, params: usize) -> Signature {
     let mut sig = Signature::new(call_conv);
-    for _ in 0..4 {
-        sig.params.push(AbiParam::new(types::I64));
-    }
+    sig.params
+        .extend(std::iter::repeat_n(AbiParam::new(types::I64), params));
     sig
 }
 
@@ -39,10 +56,35 @@ pub(crate) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let [src, dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
+    let elem_size = plan.elem_size();
+    let stage_bytes = plan
+        .regions()
+        .iter()
+        .filter(|r| r.streamed)
+        .filter_map(|r| r.kernel.tile_loops())
+        .map(|(a, b)| a.extent * b.extent * elem_size)
+        .max();
+    let stage = stage_bytes.map(|bytes| {
+        let data = StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, 6);
+        b.create_sized_stack_slot(data)
+    });
+    let stream_rows = plan.regions().iter().any(|r| r.streamed).then(|| {
+        let signature = b.import_signature(stream_rows_signature(b.func.signature.call_conv));
+        let name = b.func.declare_imported_user_function(STREAM_ROWS_NAME);
+        b.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature,
+            colocated: false,
+            patchable: false,
+        })
+    });
     let mut e = Emitter {
         b,
-        elem_size: plan.elem_size() as i64,
+        elem_size: elem_size as i64,
         flags: MemFlagsData::new().with_notrap(),
+        streaming: None,
+        stream_rows,
+        stage,
     };
     let mut first = 0i64;
     for region in plan.regions() {
@@ -62,6 +104,12 @@ pub(crate) struct Emitter<'a> {
     b: FunctionBuilder<'a>,
     elem_size: i64,
     flags: MemFlagsData,
+    /// The streaming routine while emitting a region that streams ([`Region::streamed`]).
+    streaming: Option<FuncRef>,
+    /// The staging buffer of streamed transposes, sized for the largest block.
+    stage: Option<StackSlot>,
+    /// The runtime's streaming routine, when some region streams.
+    stream_rows: Option<FuncRef>,
 }
 
 impl Emitter<'_> {
@@ -85,6 +133,7 @@ impl Emitter<'_> {
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
+        self.streaming = self.stream_rows.filter(|_| region.streamed);
         let s = self.advance(src, region.src_base);
         let d = self.advance(dst, region.dst_base);
         match (&region.indexed, region.loops.split_first()) {

@@ -256,6 +256,13 @@ impl FromStr for IntTuple {
     }
 }
 
+impl From<i64> for IntTuple {
+    /// The integer as an [`IntTuple::Int`].
+    fn from(value: i64) -> IntTuple {
+        IntTuple::Int(value)
+    }
+}
+
 /// A CuTe / MoYe.jl layout: a shape and a congruent stride, both [`IntTuple`]s.
 ///
 /// It parses CuTe's and MoYe's text (see the [module docs](self)), prints CuTe's form with
@@ -324,9 +331,19 @@ impl CuteLayout {
         CuteLayout::new(shape, stride)
     }
 
-    /// Parses CuTe or MoYe text such as `(2,(2,2)):(4,(2,1))`, `_8:_1` or a bare shape `(2,4)`.
+    /// Parses CuTe or MoYe text such as `(2,(2,2)):(4,(2,1))`, `_8:_1` or a bare shape `(2,4)`,
+    /// with or without the `cute:` or `moye:` prefix that [`Layout::parse`] takes.
+    ///
+    /// ```
+    /// use relayout::notation::cute::CuteLayout;
+    /// assert_eq!(CuteLayout::parse("cute:(2,3):(3,1)")?, CuteLayout::parse("(2,3):(3,1)")?);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
     pub fn parse(text: &str) -> Result<CuteLayout> {
-        parse_cute_layout(text, 0)
+        match ["cute:", "moye:"].iter().find(|p| text.starts_with(*p)) {
+            Some(prefix) => parse_cute_layout(&text[prefix.len()..], prefix.len()),
+            None => parse_cute_layout(text, 0),
+        }
     }
 
     /// The shape.
@@ -370,6 +387,34 @@ impl CuteLayout {
     /// The top-level mode `i` as a layout of its own (mode 0 of an integer layout is the layout).
     pub fn mode(&self, i: usize) -> Option<CuteLayout> {
         self.modes().into_iter().nth(i)
+    }
+
+    /// CuTe's `make_layout(L_0, L_1, …)`: the layout whose top-level modes are the given layouts,
+    /// always a tuple (one layout gives a rank-1 tuple such as `(8):(1)`).
+    ///
+    /// Fails with [`Error::InvalidLayout`] for no modes and [`Error::Overflow`] when the result
+    /// reaches beyond [`MAX_OFFSET`].
+    ///
+    /// ```
+    /// use relayout::notation::cute::CuteLayout;
+    /// let a = CuteLayout::parse("4:2")?;
+    /// let b = CuteLayout::parse("(2,3):(1,8)")?;
+    /// let l = CuteLayout::from_modes(vec![a, b])?;
+    /// assert_eq!(l.to_string(), "(4,(2,3)):(2,(1,8))");
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn from_modes(modes: Vec<CuteLayout>) -> Result<CuteLayout> {
+        let (shape, stride): (Vec<IntTuple>, Vec<IntTuple>) =
+            modes.into_iter().map(|m| (m.shape, m.stride)).unzip();
+        CuteLayout::new(IntTuple::Tuple(shape), IntTuple::Tuple(stride))
+    }
+
+    /// A layout from parts the caller has already checked: congruent, every shape entry at least
+    /// 1, size and offsets within [`MAX_OFFSET`] (for results that keep a checked layout's
+    /// function on its domain, such as CuTe's `coalesce`).
+    pub(crate) fn from_checked(shape: IntTuple, stride: IntTuple) -> CuteLayout {
+        debug_assert!(CuteLayout::new(shape.clone(), stride.clone()).is_ok());
+        CuteLayout { shape, stride }
     }
 
     /// The layout with shape and stride flattened to depth at most 1 (the same 1-D function).
@@ -483,7 +528,15 @@ impl CuteLayout {
     }
 
     /// The top-level modes as layouts (an integer layout is its own single mode).
-    fn modes(&self) -> Vec<CuteLayout> {
+    ///
+    /// ```
+    /// use relayout::notation::cute::CuteLayout;
+    /// let l = CuteLayout::parse("(2,(3,4)):(1,(2,6))")?;
+    /// let modes: Vec<String> = l.modes().iter().map(|m| m.to_string()).collect();
+    /// assert_eq!(modes, ["2:1", "(3,4):(2,6)"]);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn modes(&self) -> Vec<CuteLayout> {
         match (&self.shape, &self.stride) {
             (IntTuple::Tuple(s), IntTuple::Tuple(d)) => s
                 .iter()
@@ -662,25 +715,46 @@ fn mode_tuple(values: Vec<i64>) -> IntTuple {
 /// Parses a whole layout (see the module docs for the grammar).
 fn parse_cute_layout(text: &str, column_offset: usize) -> Result<CuteLayout> {
     let mut cursor = Cursor::new(NOTATION, text, column_offset);
-    reject_swizzle(&mut cursor)?;
+    match shape_or_layout(&mut cursor)? {
+        Operand::Shape(shape) => {
+            if !cursor.at_end() {
+                return Err(cursor.unexpected("':' or the end of the input"));
+            }
+            CuteLayout::from_shape(shape)
+        }
+        Operand::Layout(layout) => {
+            cursor.expect_end()?;
+            Ok(layout)
+        }
+    }
+}
+
+/// A bare shape or a `shape:stride` layout, as read by [`shape_or_layout`].
+pub(crate) enum Operand {
+    /// A shape without a stride (a valid shape: entries at least 1, no empty tuple).
+    Shape(IntTuple),
+    /// A layout with an explicit stride.
+    Layout(CuteLayout),
+}
+
+/// Parses `shape` or `shape:stride` at the cursor and stops after it, so that other grammars
+/// (the algebra's tilers) can embed CuTe text.
+pub(crate) fn shape_or_layout(cursor: &mut Cursor) -> Result<Operand> {
+    reject_swizzle(cursor)?;
     let mut shape_at = Vec::new();
-    let shape = int_tuple(&mut cursor, &mut shape_at)?;
+    let shape = int_tuple(cursor, &mut shape_at)?;
     if let Some((i, message)) = shape_defect(&shape) {
         return Err(cursor.error_at(shape_at[i], &message));
     }
     if !cursor.eat(':') {
-        if !cursor.at_end() {
-            return Err(cursor.unexpected("':' or the end of the input"));
-        }
-        return CuteLayout::from_shape(shape);
+        return Ok(Operand::Shape(shape));
     }
     let mut stride_at = Vec::new();
-    let stride = int_tuple(&mut cursor, &mut stride_at)?;
-    cursor.expect_end()?;
+    let stride = int_tuple(cursor, &mut stride_at)?;
     if let Some((i, message)) = congruence_defect(&shape, &stride) {
         return Err(cursor.error_at(stride_at[i], &message));
     }
-    CuteLayout::new(shape, stride)
+    CuteLayout::new(shape, stride).map(Operand::Layout)
 }
 
 /// Reports CuTe's swizzled layouts (`Sw<B,M,S> o offset o layout`) as unsupported.
@@ -742,8 +816,87 @@ fn integer(cursor: &mut Cursor) -> Result<i64> {
     Ok(value)
 }
 
+/// Test helpers for CuTe layouts, shared by this module's tests and the algebra's: a parser
+/// that panics with the text, and proptest strategies.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{CuteLayout, IntTuple};
+    use proptest::prelude::*;
+
+    /// Parses CuTe text, panicking with the text on failure.
+    pub(crate) fn cute(text: &str) -> CuteLayout {
+        CuteLayout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    /// Shapes nested up to `depth` levels with about `nodes` entries, each entry 1 to 4.
+    pub(crate) fn shapes(depth: u32, nodes: u32) -> BoxedStrategy<IntTuple> {
+        (1..=4i64)
+            .prop_map(IntTuple::Int)
+            .prop_recursive(depth, nodes, 3, |inner| {
+                prop::collection::vec(inner, 1..=3).prop_map(IntTuple::Tuple)
+            })
+            .boxed()
+    }
+
+    /// Layouts over `shapes` with every stride drawn from `strides` (so broadcast, negative and
+    /// overlapping strides all occur).
+    pub(crate) fn layouts(
+        shapes: BoxedStrategy<IntTuple>,
+        strides: std::ops::RangeInclusive<i64>,
+    ) -> BoxedStrategy<CuteLayout> {
+        shapes
+            .prop_flat_map(move |shape| {
+                let n = shape.leaves().len();
+                prop::collection::vec(strides.clone(), n).prop_map(move |strides| {
+                    let stride = shape.with_leaves(&strides);
+                    CuteLayout::new(shape.clone(), stride).unwrap()
+                })
+            })
+            .boxed()
+    }
+
+    /// Injective layouts over `shapes`: the flattened modes, visited in a random order, get
+    /// strides `gap · (shape × stride of the mode visited before)`, with each gap between 1 and
+    /// `max_gap`. With `max_gap = 1` the layout is a bijection onto `0..size` (compact).
+    pub(crate) fn injective_layouts(
+        shapes: BoxedStrategy<IntTuple>,
+        max_gap: i64,
+    ) -> BoxedStrategy<CuteLayout> {
+        shapes
+            .prop_flat_map(move |shape| {
+                let n = shape.leaves().len();
+                let order = Just((0..n).collect::<Vec<usize>>()).prop_shuffle();
+                let gaps = prop::collection::vec(1..=max_gap, n);
+                (Just(shape), order, gaps)
+            })
+            .prop_map(|(shape, order, gaps)| {
+                let sizes = shape.leaves();
+                let mut strides = vec![0; sizes.len()];
+                let mut running = 1;
+                for (&m, gap) in order.iter().zip(gaps) {
+                    strides[m] = running * gap;
+                    running = strides[m] * sizes[m];
+                }
+                let stride = shape.with_leaves(&strides);
+                CuteLayout::new(shape, stride).unwrap()
+            })
+            .boxed()
+    }
+
+    /// The shapes and layouts of this module's own tests.
+    pub(crate) fn arb_shape() -> BoxedStrategy<IntTuple> {
+        shapes(3, 12)
+    }
+
+    /// Layouts over [`arb_shape`] with strides from -6 to 6.
+    pub(crate) fn arb_layout() -> BoxedStrategy<CuteLayout> {
+        layouts(arb_shape(), -6..=6)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{arb_layout, arb_shape, cute};
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
@@ -752,10 +905,6 @@ mod tests {
         env!("CARGO_MANIFEST_DIR"),
         "/../shared/cases/public_golden.json"
     ));
-
-    fn cute(text: &str) -> CuteLayout {
-        CuteLayout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
-    }
 
     fn numbers(value: &Value) -> Vec<i64> {
         value
@@ -1081,24 +1230,6 @@ mod tests {
             }
             _ => unreachable!("congruent"),
         }
-    }
-
-    fn arb_shape() -> impl Strategy<Value = IntTuple> {
-        (1..=4i64)
-            .prop_map(IntTuple::Int)
-            .prop_recursive(3, 12, 3, |inner| {
-                prop::collection::vec(inner, 1..=3).prop_map(IntTuple::Tuple)
-            })
-    }
-
-    fn arb_layout() -> impl Strategy<Value = CuteLayout> {
-        arb_shape().prop_flat_map(|shape| {
-            let n = shape.leaves().len();
-            prop::collection::vec(-6..=6i64, n).prop_map(move |strides| {
-                let stride = shape.with_leaves(&strides);
-                CuteLayout::new(shape.clone(), stride).unwrap()
-            })
-        })
     }
 
     proptest! {

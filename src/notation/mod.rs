@@ -14,7 +14,7 @@
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
-mod cursor;
+pub(crate) mod cursor;
 pub mod cute;
 pub mod morello;
 pub mod tvm;

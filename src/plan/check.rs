@@ -44,7 +44,13 @@ fn kernel(kernel: Kernel, s: i64, d: i64, f: &mut impl FnMut(usize, usize)) {
     match kernel {
         Kernel::Element => f(s as usize, d as usize),
         Kernel::Copy { len } => (0..len).for_each(|k| f(s as usize + k, d as usize + k)),
-        Kernel::Transpose { a, b, .. } => {
+        Kernel::Transpose { a, b, .. }
+        | Kernel::Zip {
+            short: a, long: b, ..
+        }
+        | Kernel::Unzip {
+            short: a, long: b, ..
+        } => {
             for j in 0..b.extent as i64 {
                 for i in 0..a.extent as i64 {
                     let src = s + i * a.src_stride + j * b.src_stride;

@@ -32,6 +32,10 @@ use crate::error::{Error, Result};
 use crate::layout::{Digit, Layout, Source};
 use crate::reference::check_pair;
 
+/// Destinations of at least this many bytes are written with streaming stores, which skip the
+/// cache: worth it once the destination cannot stay in the cache anyway.
+pub const STREAM_MIN_BYTES: usize = 8 << 20;
+
 /// Regions beyond this count (from many padded dims at once) send the padded dims to the indexed
 /// path instead.
 const MAX_REGIONS: usize = 64;
@@ -57,6 +61,115 @@ pub enum Kernel {
         /// Elements per 16-byte vector.
         lanes: usize,
     },
+    /// Interleave `short.extent` strips (2, 4, 8 …, fewer than `lanes`) in registers: each strip
+    /// runs along `long`, which is contiguous in the source (`long.src_stride == 1`); the
+    /// destination holds the strips interleaved (`short.dst_stride == 1`,
+    /// `long.dst_stride == short.extent`). Loads one vector per strip, stores whole vectors of the
+    /// interleaved run; no lane crosses into another strip's register.
+    Zip {
+        /// The short, destination-contiguous loop.
+        short: Loop,
+        /// The long, source-contiguous loop.
+        long: Loop,
+        /// Elements per 16-byte vector.
+        lanes: usize,
+    },
+    /// The inverse of [`Kernel::Zip`]: the source holds `short.extent` strips interleaved
+    /// (`short.src_stride == 1`, `long.src_stride == short.extent`) and the destination holds
+    /// each strip contiguously along `long` (`long.dst_stride == 1`).
+    Unzip {
+        /// The short, source-contiguous loop.
+        short: Loop,
+        /// The long, destination-contiguous loop.
+        long: Loop,
+        /// Elements per 16-byte vector.
+        lanes: usize,
+    },
+}
+
+impl Kernel {
+    /// The two loops a tile kernel (transpose, zip, unzip) covers, or `None` for the others.
+    pub fn tile_loops(&self) -> Option<(Loop, Loop)> {
+        match *self {
+            Kernel::Transpose { a, b, .. } => Some((a, b)),
+            Kernel::Zip { short, long, .. } | Kernel::Unzip { short, long, .. } => {
+                Some((short, long))
+            }
+            Kernel::Element | Kernel::Copy { .. } => None,
+        }
+    }
+}
+
+/// How transposes are cut into blocks. The default suits most pairs; [`Blocking::CANDIDATES`]
+/// are the alternatives that `Options::tune` measures when the destination is large, because the
+/// best choice depends on the machine's caches and TLB more than a model can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Blocking {
+    /// Bytes of each destination run a transpose block writes (a strip along the
+    /// destination-contiguous loop); at least one cache line.
+    pub run_bytes: usize,
+    /// Bytes of one transpose block (strip × width along the source-contiguous loop).
+    pub block_bytes: usize,
+    /// Strips per macro block (the nearest divisor of the strip count is used).
+    pub macro_strips: usize,
+    /// Blocks per macro block along the source runs (the nearest divisor is used).
+    pub macro_blocks: usize,
+    /// Whether transposes of large destinations fill a staging buffer with each block and stream
+    /// it out (non-temporal stores, no read-for-ownership of the destination) rather than store
+    /// directly.
+    pub stream: bool,
+}
+
+impl Blocking {
+    /// The blockings worth measuring against each other: the default (64-byte runs, 4 KiB
+    /// blocks, 16 × 4 macro blocks, ordinary stores), longer destination runs, one wide block per
+    /// strip, no macro blocks, and staged blocks streamed out with 64- and 256-byte runs.
+    pub const CANDIDATES: [Blocking; 6] = [
+        Blocking::DEFAULT,
+        Blocking {
+            run_bytes: 256,
+            block_bytes: 16384,
+            macro_strips: 4,
+            ..Blocking::DEFAULT
+        },
+        Blocking {
+            run_bytes: 256,
+            block_bytes: 65536,
+            macro_strips: 4,
+            macro_blocks: 1,
+            ..Blocking::DEFAULT
+        },
+        Blocking {
+            macro_strips: 1,
+            macro_blocks: 1,
+            ..Blocking::DEFAULT
+        },
+        Blocking {
+            stream: true,
+            ..Blocking::DEFAULT
+        },
+        Blocking {
+            run_bytes: 256,
+            block_bytes: 16384,
+            macro_strips: 4,
+            stream: true,
+            ..Blocking::DEFAULT
+        },
+    ];
+
+    const DEFAULT: Blocking = Blocking {
+        run_bytes: 64,
+        block_bytes: 4096,
+        macro_strips: 16,
+        macro_blocks: 4,
+        stream: false,
+    };
+}
+
+impl Default for Blocking {
+    fn default() -> Blocking {
+        Blocking::DEFAULT
+    }
 }
 
 /// Dims iterated by one flat counter whose coordinates and offsets are computed with div/mod.
@@ -90,6 +203,10 @@ pub struct Region {
     pub loops: Vec<Loop>,
     /// The innermost operation.
     pub kernel: Kernel,
+    /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
+    /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine;
+    /// a streamed transpose fills a staging buffer with its block, then streams the buffer out.
+    pub streamed: bool,
 }
 
 impl Region {
@@ -118,6 +235,16 @@ impl Plan {
     /// Fails when the shapes differ, `dst` is not injective, or the element size is not one of
     /// those four.
     pub fn new(src: &Layout, dst: &Layout, elem_size: usize) -> Result<Plan> {
+        Plan::with_blocking(src, dst, elem_size, Blocking::default())
+    }
+
+    /// [`Plan::new`] with transposes blocked as `blocking` says.
+    pub fn with_blocking(
+        src: &Layout,
+        dst: &Layout,
+        elem_size: usize,
+        blocking: Blocking,
+    ) -> Result<Plan> {
         if ![1, 2, 4, 8].contains(&elem_size) {
             return Err(Error::ElementType(format!(
                 "element size {elem_size} bytes; relayout moves elements of 1, 2, 4 or 8 bytes"
@@ -147,6 +274,7 @@ impl Plan {
         });
         let src_base = src.base() - src.buffer_start();
         let dst_base = dst.base() - dst.buffer_start();
+        let stream = dst.cosize().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
         let mut regions = Vec::new();
         for combo in box_combinations(&boxes) {
             let loops: Vec<Loop> = combo.iter().flat_map(|b| b.loops.iter().copied()).collect();
@@ -156,8 +284,9 @@ impl Plan {
                 indexed: indexed.clone(),
                 loops,
                 kernel: Kernel::Element,
+                streamed: false,
             };
-            regions.extend(schedule::schedule(region, elem_size));
+            regions.extend(schedule::schedule(region, elem_size, stream, blocking));
         }
         Ok(Plan {
             elem_size,
@@ -277,8 +406,22 @@ impl fmt::Display for Plan {
                 indent += 1;
             }
             let pad = "  ".repeat(indent);
+            if let (true, Kernel::Transpose { a, b, .. }) = (r.streamed, r.kernel) {
+                writeln!(
+                    f,
+                    "{pad}staged in a {}-byte buffer, streamed out as {} runs of {} bytes:",
+                    a.extent * b.extent * self.elem_size,
+                    a.extent,
+                    b.extent * self.elem_size
+                )?;
+            }
             match r.kernel {
                 Kernel::Element => writeln!(f, "{pad}move 1 element")?,
+                Kernel::Copy { len } if r.streamed => writeln!(
+                    f,
+                    "{pad}copy {len} contiguous elements ({} bytes, streaming stores)",
+                    len * self.elem_size
+                )?,
                 Kernel::Copy { len } => writeln!(
                     f,
                     "{pad}copy {len} contiguous elements ({} bytes, 16-byte vectors)",
@@ -288,6 +431,16 @@ impl fmt::Display for Plan {
                     f,
                     "{pad}transpose {lanes}x{lanes} register tiles: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
                     a.extent, a.dst_stride, b.extent, b.src_stride
+                )?,
+                Kernel::Zip { short, long, lanes } => writeln!(
+                    f,
+                    "{pad}zip {} strips of {} in registers ({lanes} lanes): strips at src += {}, interleaved into dst",
+                    short.extent, long.extent, short.src_stride
+                )?,
+                Kernel::Unzip { short, long, lanes } => writeln!(
+                    f,
+                    "{pad}unzip {} interleaved strips of {} in registers ({lanes} lanes): strips to dst += {}",
+                    short.extent, long.extent, short.dst_stride
                 )?,
             }
         }

@@ -1,14 +1,24 @@
 //! Steps 2–4 of planning for one region: coalesce its loops, pick the innermost kernel, order
 //! the outer loops, and split long copies so that threads can share them.
 
-use super::{Kernel, Loop, Region};
+use super::{Blocking, Kernel, Loop, Region};
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
+/// Streamed copies hand runs of at least this many bytes to the streaming routine (one call each).
+const STREAM_COPY_MIN_BYTES: usize = 1024;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
-pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
+/// With `stream` (a large destination), long copies write with streaming stores (see
+/// [`Region::streamed`]), and transposes too if `blocking` says so; transposes are cut up as
+/// `blocking` says.
+pub(super) fn schedule(
+    region: Region,
+    elem_size: usize,
+    stream: bool,
+    blocking: Blocking,
+) -> Vec<Region> {
     let mut loops = coalesce(
         region
             .loops
@@ -25,12 +35,34 @@ pub(super) fn schedule(region: Region, elem_size: usize) -> Vec<Region> {
         kernel,
         ..region
     };
-    match kernel {
+    let regions = match kernel {
         Kernel::Copy { len } if len * elem_size > 4 * COPY_CHUNK_BYTES => {
-            split_copy(region, len, COPY_CHUNK_BYTES / elem_size)
+            let run = Loop {
+                extent: len,
+                src_stride: 1,
+                dst_stride: 1,
+            };
+            split_tile_loop(region, run, COPY_CHUNK_BYTES / elem_size, |len| {
+                Kernel::Copy { len }
+            })
+        }
+        Kernel::Transpose { a, b, lanes } => {
+            block_transpose(region, a, b, lanes, elem_size, blocking)
         }
         _ => vec![region],
-    }
+    };
+    regions
+        .into_iter()
+        .map(|r| Region {
+            streamed: stream
+                && match r.kernel {
+                    Kernel::Copy { len } => len * elem_size >= STREAM_COPY_MIN_BYTES,
+                    Kernel::Transpose { .. } => blocking.stream,
+                    _ => false,
+                },
+            ..r
+        })
+        .collect()
 }
 
 /// Merges loops that continue each other on both sides (CuTe's coalesce rule on both layouts at
@@ -75,12 +107,15 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
         .position(|l| l.dst_stride == 1 && l.extent >= lanes);
     if let (Some(ia), Some(ib)) = (a, b) {
         let (la, lb) = (loops[ia], loops[ib]);
-        loops.retain(|l| *l != la && *l != lb);
+        remove_two(loops, ia, ib);
         return Kernel::Transpose {
             a: la,
             b: lb,
             lanes,
         };
+    }
+    if let Some(kernel) = pick_zip(loops, lanes) {
+        return kernel;
     }
     if let Some(i) = (0..loops.len()).min_by_key(|&i| {
         let l = loops[i];
@@ -90,6 +125,101 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
         loops.push(inner);
     }
     Kernel::Element
+}
+
+/// A zip or unzip: a short loop (a power of two below `lanes`) that is contiguous on one side
+/// and interleaved with a long loop (at least `lanes`) that is contiguous on the other.
+fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
+    let short_ok = |l: &Loop| l.extent.is_power_of_two() && (2..lanes).contains(&l.extent);
+    for (i, short) in loops.iter().enumerate() {
+        for (j, long) in loops.iter().enumerate() {
+            if i == j || !short_ok(short) || long.extent < lanes {
+                continue;
+            }
+            let k = short.extent as i64;
+            let (short, long) = (*short, *long);
+            let kernel = if short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k {
+                Kernel::Zip { short, long, lanes }
+            } else if short.src_stride == 1 && long.src_stride == k && long.dst_stride == 1 {
+                Kernel::Unzip { short, long, lanes }
+            } else {
+                continue;
+            };
+            remove_two(loops, i, j);
+            return Some(kernel);
+        }
+    }
+    None
+}
+
+/// Cuts a transpose into blocks as [`Blocking`] describes: strips of destination runs along `b`,
+/// blocks along `a`, and macro blocks of strips and blocks, so that one macro block touches a few
+/// hundred pages on each side (the TLB's reach) while the source is still read in long strips.
+fn block_transpose(
+    region: Region,
+    a: Loop,
+    b: Loop,
+    lanes: usize,
+    elem_size: usize,
+    blocking: Blocking,
+) -> Vec<Region> {
+    let strip = lanes.max(blocking.run_bytes / elem_size);
+    let width = (blocking.block_bytes / elem_size / strip).max(lanes);
+    let outer = region.loops.len();
+    let strips = split_tile_loop(region, b, strip, |extent| Kernel::Transpose {
+        a,
+        b: Loop { extent, ..b },
+        lanes,
+    });
+    let mut out = Vec::new();
+    for r in strips {
+        let Kernel::Transpose { b, .. } = r.kernel else {
+            out.push(r);
+            continue;
+        };
+        out.extend(split_tile_loop(r, a, width, |extent| Kernel::Transpose {
+            a: Loop { extent, ..a },
+            b,
+            lanes,
+        }));
+    }
+    for r in &mut out {
+        if let [strips, blocks] = r.loops[outer..] {
+            let (strips_out, strips_in) = group(strips, blocking.macro_strips);
+            let (blocks_out, blocks_in) = group(blocks, blocking.macro_blocks);
+            r.loops.truncate(outer);
+            r.loops.extend(
+                [strips_out, blocks_out, strips_in, blocks_in]
+                    .into_iter()
+                    .filter(|l| l.extent > 1),
+            );
+        }
+    }
+    out
+}
+
+/// Splits `l` into an outer and an inner loop, the inner one of the extent that divides `l.extent`
+/// and is nearest `target` by ratio.
+fn group(l: Loop, target: usize) -> (Loop, Loop) {
+    let ratio = |g: usize| (g as f64 / target as f64).ln().abs();
+    let inner = (1..=l.extent.min(4 * target))
+        .filter(|&g| l.extent.is_multiple_of(g))
+        .min_by(|&x, &y| ratio(x).total_cmp(&ratio(y)))
+        .unwrap_or(1);
+    (
+        Loop {
+            extent: l.extent / inner,
+            src_stride: l.src_stride * inner as i64,
+            dst_stride: l.dst_stride * inner as i64,
+        },
+        Loop { extent: inner, ..l },
+    )
+}
+
+/// Removes the loops at two distinct positions.
+fn remove_two(loops: &mut Vec<Loop>, i: usize, j: usize) {
+    loops.remove(i.max(j));
+    loops.remove(i.min(j));
 }
 
 /// Orders the loops outside the kernel (all but an element kernel's innermost loop) from the
@@ -108,23 +238,33 @@ fn order_outer(loops: &mut [Loop], kernel: Kernel) {
     });
 }
 
-/// A copy of `len` elements as whole `chunk`s (one more loop, innermost) plus a region for the rest.
-fn split_copy(region: Region, len: usize, chunk: usize) -> Vec<Region> {
-    let (whole, rest) = (len / chunk, len % chunk);
+/// Splits one loop of a region's kernel (`run`, with extent and strides) into whole blocks of
+/// `block` steps, as a new innermost loop of the region around a kernel of `block` steps, plus a
+/// region for the remaining steps; `kernel(n)` is the kernel over `n` steps.
+fn split_tile_loop(
+    region: Region,
+    run: Loop,
+    block: usize,
+    kernel: impl Fn(usize) -> Kernel,
+) -> Vec<Region> {
+    let (whole, rest) = (run.extent / block, run.extent % block);
+    if whole <= 1 {
+        return vec![region];
+    }
     let mut main = region.clone();
     main.loops.push(Loop {
         extent: whole,
-        src_stride: chunk as i64,
-        dst_stride: chunk as i64,
+        src_stride: block as i64 * run.src_stride,
+        dst_stride: block as i64 * run.dst_stride,
     });
-    main.kernel = Kernel::Copy { len: chunk };
+    main.kernel = kernel(block);
     let mut out = vec![main];
     if rest > 0 {
-        let done = (whole * chunk) as i64;
+        let done = (whole * block) as i64;
         out.push(Region {
-            src_base: region.src_base + done,
-            dst_base: region.dst_base + done,
-            kernel: Kernel::Copy { len: rest },
+            src_base: region.src_base + done * run.src_stride,
+            dst_base: region.dst_base + done * run.dst_stride,
+            kernel: kernel(rest),
             ..region
         });
     }

@@ -1,13 +1,48 @@
-//! Helpers shared by the integration tests: run a relayout through the JIT and the reference
-//! and compare the whole destination buffers, for every element size.
+//! Helpers shared by the integration tests: the public worked examples, the command line, and
+//! a relayout through the JIT and the reference compared buffer for buffer, for every element
+//! size.
 #![allow(dead_code)]
 
-pub mod cli;
 pub mod guard;
 pub mod random_layouts;
 
-pub use guard::pattern;
+use std::process::{Command, Output};
+
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
+use serde_json::Value;
+
+/// The public worked examples, kept beside the repository.
+pub const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/cases/public_golden.json"
+);
+
+/// Every case of the public worked examples.
+pub fn golden_cases() -> Vec<Value> {
+    let text = std::fs::read_to_string(GOLDEN).expect("the worked examples beside the repository");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Runs the command line with `args`.
+pub fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_relayout"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs the command line and returns what it printed, failing the test on a non-zero exit.
+pub fn run_cli(args: &[&str]) -> String {
+    let out = cli(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+pub use guard::pattern;
 
 /// Runs `src → dst` with the JIT and with the reference on the same data (the destination
 /// pre-filled with a marker so untouched slots are compared too), for element type `T`, and
@@ -36,11 +71,11 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
             r.plan()
         );
     }
-    check_plan_moves(src, dst);
 }
 
-/// The same check for all four element sizes.
+/// The same check for all four element sizes, and the plan interpreter's check of the plan.
 pub fn check_pair(src: &Layout, dst: &Layout) {
+    check_plan_moves(src, dst);
     check_pair_as::<u8>(src, dst, None);
     check_pair_as::<u16>(src, dst, None);
     check_pair_as::<u32>(src, dst, None);

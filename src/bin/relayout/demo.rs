@@ -22,7 +22,7 @@ pub fn run() -> Result<(), Error> {
         kernel.compile_micros(),
         kernel.plan()
     );
-    let clif: Vec<&str> = kernel.clif().lines().collect();
+    let clif: Vec<&str> = kernel.clif()?.lines().collect();
     println!("Cranelift IR (first {CLIF_LINES} of {} lines; `relayout clif --src '{SRC}' --dst '{DST}'` prints all):", clif.len());
     for line in clif.iter().take(CLIF_LINES) {
         println!("  {line}");

@@ -1,6 +1,7 @@
 //! The relayout command line. `relayout --help` lists the commands; with no command it runs
 //! the demo: compile a relayout, show its plan and IR, check it and time it.
 
+mod cute_cmd;
 mod demo;
 mod values;
 
@@ -46,6 +47,13 @@ enum Command {
     Asm(PairArgs),
     /// Run the kernel and the reference on random data and compare them bit for bit.
     Check(PairArgs),
+    /// CuTe's layout algebra: print the result of OP on a CuTe layout, in CuTe notation.
+    Cute {
+        #[command(subcommand)]
+        op: cute_cmd::CuteOp,
+    },
+    /// Print a rank-2 CuTe layout as a grid of offsets, like CuTe's and MoYe's print_layout.
+    Table(cute_cmd::TableArgs),
     /// Run the demo (the same as no command).
     Demo,
 }
@@ -171,8 +179,8 @@ fn run(command: Command) -> Result<(), Error> {
             );
         }
         Command::Plan(args) => print!("{}", args.compile()?.kernel.plan()),
-        Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()),
-        Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()),
+        Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()?),
+        Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()?),
         Command::Check(args) => {
             let pair = args.compile()?;
             pair.within_memory_limit()?;
@@ -189,6 +197,8 @@ fn run(command: Command) -> Result<(), Error> {
                 pair.dst.cosize()
             );
         }
+        Command::Cute { op } => cute_cmd::cute(&op)?,
+        Command::Table(args) => cute_cmd::table(&args)?,
         Command::Demo => demo::run()?,
     }
     Ok(())

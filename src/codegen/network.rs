@@ -1,0 +1,326 @@
+//! Shuffle networks: fixed sequences of two-register shuffles that rearrange a tile held in
+//! 16-byte registers, and the tile kernels built from them (transpose, zip, unzip).
+//!
+//! A network is described once, as data, and used twice: to emit Cranelift instructions and to
+//! simulate where every input byte ends up. The simulation tells each kernel where to store each
+//! output register, so a network's bookkeeping is never written by hand.
+
+use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
+
+use super::Emitter;
+
+/// Bytes per vector register (Cranelift's x86-64 and aarch64 vectors are 128-bit).
+pub(super) const VECTOR_BYTES: usize = 16;
+
+/// One shuffle of two registers `x` and `y` into one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shuffle {
+    /// `punpck{l,h}`: alternate `unit`-byte chunks of `x` and `y`, from their low (or high) halves.
+    Interleave { unit: usize, high: bool },
+    /// The even (or odd) `unit`-byte chunks of `x`, then those of `y` (`shufps 0x88/0xDD` for
+    /// 4-byte units, `punpck{l,h}qdq` for 8-byte units, mask-and-pack for 1- and 2-byte units).
+    Deinterleave { unit: usize, odd: bool },
+}
+
+impl Shuffle {
+    /// The byte mask: output byte `i` is byte `m[i]` of the 32-byte concatenation `x ++ y`.
+    fn mask(self) -> [u8; VECTOR_BYTES] {
+        let mut mask = [0u8; VECTOR_BYTES];
+        for (i, m) in mask.iter_mut().enumerate() {
+            *m = match self {
+                Shuffle::Interleave { unit, high } => {
+                    let (chunk, byte) = (i / unit, i % unit);
+                    let from = if high { VECTOR_BYTES / 2 } else { 0 };
+                    (chunk % 2) * VECTOR_BYTES + from + (chunk / 2) * unit + byte
+                }
+                Shuffle::Deinterleave { unit, odd } => {
+                    let (chunk, byte) = (i / unit, i % unit);
+                    let per_half = VECTOR_BYTES / unit / 2;
+                    let operand = chunk / per_half;
+                    let pick = 2 * (chunk % per_half) + usize::from(odd);
+                    operand * VECTOR_BYTES + pick * unit + byte
+                }
+            } as u8;
+        }
+        mask
+    }
+}
+
+/// One shuffle of a stage: registers `x` and `y` into output register `out`.
+#[derive(Debug, Clone, Copy)]
+struct Op {
+    x: usize,
+    y: usize,
+    shuffle: Shuffle,
+    out: usize,
+}
+
+/// A sequence of stages; each stage reads the registers the previous one wrote.
+#[derive(Debug, Clone)]
+pub(super) struct Network {
+    registers: usize,
+    stages: Vec<Vec<Op>>,
+}
+
+impl Network {
+    /// Transposes `lanes` registers of `lanes` elements of `elem` bytes: `log2(lanes)` stages of
+    /// interleaves on doubling chunks (the classic `punpck` transpose).
+    pub(super) fn transpose(lanes: usize, elem: usize) -> Network {
+        let stages = std::iter::successors(Some(1), |c| Some(c * 2))
+            .take_while(|&chunk| chunk < lanes)
+            .map(|chunk| {
+                pairs_split(lanes, |high| Shuffle::Interleave {
+                    unit: elem * chunk,
+                    high,
+                })
+            })
+            .collect();
+        Network {
+            registers: lanes,
+            stages,
+        }
+    }
+
+    /// Interleaves `k` registers (`k` a power of two) element by element: register `i` holds
+    /// strip `i`, and the outputs, in order, hold the strips zipped.
+    pub(super) fn zip(k: usize, elem: usize) -> Network {
+        let half = k / 2;
+        let stage: Vec<Op> = (0..half)
+            .flat_map(|p| {
+                [false, true].map(|high| Op {
+                    x: p,
+                    y: p + half,
+                    shuffle: Shuffle::Interleave { unit: elem, high },
+                    out: 2 * p + usize::from(high),
+                })
+            })
+            .collect();
+        Network {
+            registers: k,
+            stages: vec![stage; k.trailing_zeros() as usize],
+        }
+    }
+
+    /// The inverse of [`Network::zip`]: `k` registers of `k` interleaved strips into one register
+    /// per strip.
+    pub(super) fn unzip(k: usize, elem: usize) -> Network {
+        let stage = pairs_split(k, |odd| Shuffle::Deinterleave { unit: elem, odd });
+        Network {
+            registers: k,
+            stages: vec![stage; k.trailing_zeros() as usize],
+        }
+    }
+
+    /// Where every byte ends up: `result[r][i] = (register, byte)` of the input that output
+    /// register `r`'s byte `i` holds.
+    pub(super) fn simulate(&self) -> Vec<Vec<(usize, usize)>> {
+        let mut regs: Vec<Vec<(usize, usize)>> = (0..self.registers)
+            .map(|r| (0..VECTOR_BYTES).map(|b| (r, b)).collect())
+            .collect();
+        for stage in &self.stages {
+            let mut next = regs.clone();
+            for op in stage {
+                let mask = op.shuffle.mask();
+                next[op.out] = mask
+                    .iter()
+                    .map(|&m| {
+                        let m = m as usize;
+                        if m < VECTOR_BYTES {
+                            regs[op.x][m]
+                        } else {
+                            regs[op.y][m - VECTOR_BYTES]
+                        }
+                    })
+                    .collect();
+            }
+            regs = next;
+        }
+        regs
+    }
+}
+
+/// A stage that pairs registers `2p` and `2p + 1` and sends the first shuffle of each pair to
+/// register `p` and the second to `n/2 + p`.
+fn pairs_split(n: usize, shuffle: impl Fn(bool) -> Shuffle) -> Vec<Op> {
+    let half = n / 2;
+    (0..half)
+        .flat_map(|p| {
+            [false, true].map(|second| Op {
+                x: 2 * p,
+                y: 2 * p + 1,
+                shuffle: shuffle(second),
+                out: if second { half + p } else { p },
+            })
+        })
+        .collect()
+}
+
+/// A tile for [`Emitter::shuffle_tile`]: which registers to load and where each input element
+/// belongs in the destination.
+pub(super) struct Tile<'n> {
+    /// The network that rearranges the loaded registers.
+    pub network: &'n Network,
+    /// Source byte offset of input register `r`.
+    pub load_at: Vec<i64>,
+    /// Destination element offset of element `e` of input register `r`.
+    pub dst_of: &'n dyn Fn(usize, usize) -> i64,
+}
+
+impl Emitter<'_> {
+    /// Loads the tile's registers from `s`, runs the network, and stores each output register
+    /// where its first element belongs (the network guarantees its lanes are consecutive there).
+    pub(super) fn shuffle_tile(&mut self, tile: &Tile, s: Value, d: Value) {
+        let elem = self.elem_size as usize;
+        let mut regs: Vec<Value> = tile
+            .load_at
+            .iter()
+            .map(|&at| {
+                let at = self.advance_bytes(s, at);
+                self.b.ins().load(types::I8X16, self.flags, at, 0)
+            })
+            .collect();
+        for stage in &tile.network.stages {
+            let mut next = regs.clone();
+            for op in stage {
+                next[op.out] = self.emit_shuffle(op.shuffle, regs[op.x], regs[op.y]);
+            }
+            regs = next;
+        }
+        for (reg, bytes) in regs.iter().zip(tile.network.simulate()) {
+            let (r, b) = bytes[0];
+            let at = (tile.dst_of)(r, b / elem) * self.elem_size;
+            let at = self.advance_bytes(d, at);
+            self.b.ins().store(self.flags, *reg, at, 0);
+        }
+    }
+
+    /// `base + bytes` as an address.
+    fn advance_bytes(&mut self, base: Value, bytes: i64) -> Value {
+        if bytes == 0 {
+            base
+        } else {
+            self.b.ins().iadd_imm_s(base, bytes)
+        }
+    }
+
+    /// One shuffle, as the cheapest instructions Cranelift has for it on x86-64: a mask
+    /// `shuffle` where that is one instruction, and for 1- and 2-byte de-interleaves a mask or
+    /// shift of each operand followed by an unsigned saturating pack (`packuswb`/`packusdw`),
+    /// which Cranelift would otherwise lower to two `pshufb` and an `or`.
+    fn emit_shuffle(&mut self, shuffle: Shuffle, x: Value, y: Value) -> Value {
+        if let Shuffle::Deinterleave {
+            unit: unit @ (1 | 2),
+            odd,
+        } = shuffle
+        {
+            let wide: Type = if unit == 1 {
+                types::I16X8
+            } else {
+                types::I32X4
+            };
+            let bits = 8 * unit as i64;
+            let [x, y] = [x, y].map(|v| {
+                let v = self.bitcast(wide, v);
+                if odd {
+                    self.b.ins().ushr_imm_s(v, bits)
+                } else {
+                    let low = self.b.ins().iconst(wide.lane_type(), (1i64 << bits) - 1);
+                    let low = self.b.ins().splat(wide, low);
+                    self.b.ins().band(v, low)
+                }
+            });
+            let packed = self.b.ins().unarrow(x, y);
+            return self.bitcast(types::I8X16, packed);
+        }
+        let mask = self.shuffle_mask(&shuffle.mask());
+        self.b.ins().shuffle(x, y, mask)
+    }
+
+    /// Reinterprets a vector's bits as another vector type of the same width.
+    fn bitcast(&mut self, ty: Type, v: Value) -> Value {
+        if self.b.func.dfg.value_type(v) == ty {
+            return v;
+        }
+        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+        self.b.ins().bitcast(ty, flags, v)
+    }
+
+    fn shuffle_mask(&mut self, bytes: &[u8; VECTOR_BYTES]) -> Immediate {
+        self.b.func.dfg.immediates.push(bytes.to_vec().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checks that output register `r` holds, lane after lane, consecutive destination elements,
+    /// and that together the outputs hold every input element once.
+    fn check(network: &Network, elem: usize, dst_of: impl Fn(usize, usize) -> i64) {
+        let out = network.simulate();
+        let mut seen = std::collections::HashSet::new();
+        for (r, bytes) in out.iter().enumerate() {
+            let (r0, b0) = bytes[0];
+            let first = dst_of(r0, b0 / elem) * elem as i64 + (b0 % elem) as i64;
+            for (i, &(reg, byte)) in bytes.iter().enumerate() {
+                let at = dst_of(reg, byte / elem) * elem as i64 + (byte % elem) as i64;
+                assert_eq!(at, first + i as i64, "register {r} byte {i}: {network:?}");
+                assert!(seen.insert((reg, byte)));
+            }
+        }
+        assert_eq!(seen.len(), network.registers * VECTOR_BYTES);
+    }
+
+    #[test]
+    fn transposes_put_rows_into_columns() {
+        for elem in [1, 2, 4, 8] {
+            let lanes = VECTOR_BYTES / elem;
+            // Input register i is row i of a lanes × lanes tile; the destination is column-major.
+            let dst_of = |i: usize, e: usize| (e * lanes + i) as i64;
+            check(&Network::transpose(lanes, elem), elem, dst_of);
+        }
+    }
+
+    #[test]
+    fn zips_and_unzips_are_exact_inverses() {
+        for elem in [1, 2, 4, 8] {
+            let lanes = VECTOR_BYTES / elem;
+            for k in (1..).map(|p| 1usize << p).take_while(|&k| k <= lanes) {
+                // Zip: register i is strip i; the destination interleaves the k strips.
+                check(&Network::zip(k, elem), elem, |i, e| (e * k + i) as i64);
+                // Unzip: registers hold the interleaved run; strip s goes to row s.
+                let unzip = |i: usize, e: usize| {
+                    let q = i * lanes + e;
+                    ((q % k) * lanes + q / k) as i64
+                };
+                check(&Network::unzip(k, elem), elem, unzip);
+            }
+        }
+    }
+
+    #[test]
+    fn masks_are_the_x86_single_instruction_shuffles() {
+        // punpckldq: a0 b0 a1 b1 in 32-bit units.
+        let punpckldq = Shuffle::Interleave {
+            unit: 4,
+            high: false,
+        };
+        assert_eq!(
+            punpckldq.mask(),
+            [0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23]
+        );
+        // shufps 0xDD: the odd 32-bit lanes of a, then of b.
+        let odd = Shuffle::Deinterleave { unit: 4, odd: true };
+        assert_eq!(
+            odd.mask(),
+            [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31]
+        );
+        // punpckhqdq is also the odd 64-bit de-interleave.
+        let high = Shuffle::Interleave {
+            unit: 8,
+            high: true,
+        };
+        let odd64 = Shuffle::Deinterleave { unit: 8, odd: true };
+        assert_eq!(high.mask(), odd64.mask());
+    }
+}

@@ -1,0 +1,115 @@
+//! Choosing among candidate blockings by measuring them on the caller's first runs.
+//!
+//! How a large transpose is best cut into blocks depends on the machine's caches and TLB more
+//! than any model here can tell, so with `Options::tune` a relayout compiles each distinct
+//! [`Blocking::CANDIDATES`] plan, times each on the first runs (every candidate is a correct
+//! kernel, so those runs do the real work), and from then on uses the fastest. The choice is
+//! remembered for the process, so compiling the same relayout again goes straight to it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use crate::jit::Compiled;
+use crate::layout::Layout;
+use crate::plan::{Blocking, Plan};
+
+/// Timed runs of each candidate before choosing.
+const TRIALS: usize = 3;
+
+/// What a tuning result is remembered by: the pair, the element size and the thread count.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct TuneKey {
+    pub src: Layout,
+    pub dst: Layout,
+    pub elem_size: usize,
+    pub threads: usize,
+}
+
+/// One compiled candidate.
+pub(crate) struct Candidate {
+    pub blocking: Blocking,
+    pub plan: Arc<Plan>,
+    pub kernel: Arc<Compiled>,
+}
+
+/// The candidates of one relayout and the times their runs took.
+pub(crate) struct Tuner {
+    key: TuneKey,
+    candidates: Vec<Candidate>,
+    times: Mutex<Vec<Vec<Duration>>>,
+    chosen: OnceLock<usize>,
+}
+
+/// Blockings chosen so far in this process.
+fn chosen_blockings() -> MutexGuard<'static, HashMap<TuneKey, Blocking>> {
+    static CHOSEN: OnceLock<Mutex<HashMap<TuneKey, Blocking>>> = OnceLock::new();
+    CHOSEN
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The blocking an earlier tuning chose for `key`, if any.
+pub(crate) fn remembered(key: &TuneKey) -> Option<Blocking> {
+    chosen_blockings().get(key).copied()
+}
+
+impl Tuner {
+    /// A tuner over `candidates` (at least two, distinct plans).
+    pub(crate) fn new(key: TuneKey, candidates: Vec<Candidate>) -> Tuner {
+        let times = Mutex::new(vec![Vec::new(); candidates.len()]);
+        Tuner {
+            key,
+            candidates,
+            times,
+            chosen: OnceLock::new(),
+        }
+    }
+
+    /// The candidate to use now, and whether this run is a trial to be timed.
+    pub(crate) fn next(&self) -> (&Candidate, bool) {
+        if let Some(&i) = self.chosen.get() {
+            return (&self.candidates[i], false);
+        }
+        let times = self.lock_times();
+        let i = (0..times.len())
+            .min_by_key(|&i| times[i].len())
+            .unwrap_or(0);
+        (&self.candidates[i], times[i].len() < TRIALS)
+    }
+
+    /// Records a trial of `blocking`; once every candidate has its trials, chooses the one with
+    /// the fastest single run and remembers it.
+    pub(crate) fn record(&self, blocking: Blocking, took: Duration) {
+        let mut times = self.lock_times();
+        let Some(i) = self.candidates.iter().position(|c| c.blocking == blocking) else {
+            return;
+        };
+        times[i].push(took);
+        if times.iter().all(|t| t.len() >= TRIALS) {
+            let best = (0..times.len())
+                .min_by_key(|&i| times[i].iter().min().copied().unwrap_or(Duration::MAX))
+                .unwrap_or(0);
+            if self.chosen.set(best).is_ok() {
+                chosen_blockings().insert(self.key.clone(), self.candidates[best].blocking);
+            }
+        }
+    }
+
+    /// The chosen candidate, or the first (the default blocking) while tuning.
+    pub(crate) fn current(&self) -> &Candidate {
+        self.chosen().unwrap_or(&self.candidates[0])
+    }
+
+    /// The chosen candidate, once tuning has ended.
+    pub(crate) fn chosen(&self) -> Option<&Candidate> {
+        self.chosen.get().map(|&i| &self.candidates[i])
+    }
+
+    fn lock_times(&self) -> MutexGuard<'_, Vec<Vec<Duration>>> {
+        self.times
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
