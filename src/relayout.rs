@@ -60,6 +60,7 @@ pub struct Options {
     elem_size: usize,
     pad_bits: Option<u64>,
     threads: usize,
+    min_bytes_per_thread: usize,
     tune: bool,
 }
 
@@ -69,6 +70,7 @@ impl Default for Options {
             elem_size: 4,
             pad_bits: None,
             threads: 1,
+            min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
             tune: false,
         }
     }
@@ -114,11 +116,35 @@ impl Options {
         }
     }
 
-    /// Run on up to `threads` threads (at least 1; small relayouts use fewer, one per 256 KiB
-    /// of destination).
+    /// Run on up to `threads` threads (at least 1; small relayouts use fewer, see
+    /// [`Options::min_bytes_per_thread`]).
     pub fn threads(self, threads: usize) -> Options {
         Options {
             threads: threads.max(1),
+            ..self
+        }
+    }
+
+    /// Start another thread only for each further `bytes` of destination (at least 1; by
+    /// default 256 KiB, below which starting a thread costs more than it saves). Setting it
+    /// low splits even tiny relayouts, which tests of the split use.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, Layout, Options};
+    ///
+    /// let src = Layout::row_major(&[4, 6])?;
+    /// let dst = Layout::col_major(&[4, 6])?;
+    /// let options = Options::new().threads(3).min_bytes_per_thread(1);
+    /// let r = compile_relayout_with(&src, &dst, options)?;
+    /// let a: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    /// let mut b = vec![0.0f32; 24];
+    /// r.run(&a, &mut b)?; // on three threads
+    /// assert_eq!(b[1], 6.0);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn min_bytes_per_thread(self, bytes: usize) -> Options {
+        Options {
+            min_bytes_per_thread: bytes.max(1),
             ..self
         }
     }
@@ -134,9 +160,9 @@ impl Options {
     }
 }
 
-/// Destination bytes each thread should have at least: below that, starting a thread costs more
-/// than it saves, so small relayouts run on fewer threads than asked.
-const MIN_BYTES_PER_THREAD: usize = 256 << 10;
+/// Destination bytes each thread should have at least, unless the options say otherwise: below
+/// that, starting a thread costs more than it saves, so small relayouts run on fewer threads.
+const DEFAULT_MIN_BYTES_PER_THREAD: usize = 256 << 10;
 
 /// A compiled relayout from one layout to another.
 ///
@@ -290,7 +316,7 @@ impl Relayout {
             .options
             .threads
             .min(work)
-            .min(bytes / MIN_BYTES_PER_THREAD)
+            .min(bytes / self.options.min_bytes_per_thread)
             .max(1);
         if threads == 1 {
             // SAFETY: the caller guarantees the buffers; one call covers all the work.

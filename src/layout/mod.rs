@@ -39,6 +39,24 @@ use crate::error::{Error, Result};
 /// `i64::MAX` leaves room for byte offsets of 8-byte elements without overflow.
 pub const MAX_OFFSET: i128 = (i64::MAX / 8) as i128;
 
+/// Most logical dimensions a layout may have (NumPy's limit). Real tensors have far fewer; the
+/// limit keeps the analyses, which are polynomial in the rank, fast on absurd input.
+pub const MAX_RANK: usize = 64;
+
+/// Most digits a layout may have (a digit per split of a dim; size-1 splits are usually dropped).
+pub const MAX_DIGITS: usize = 1024;
+
+/// Fails with [`Error::Unsupported`] for a rank above [`MAX_RANK`]. The notations call it before
+/// they lower a layout, so that absurdly long input fails fast.
+pub(crate) fn check_rank(rank: usize) -> Result<()> {
+    if rank > MAX_RANK {
+        return Err(Error::Unsupported(format!(
+            "a layout of rank {rank}; relayout handles at most {MAX_RANK} dimensions"
+        )));
+    }
+    Ok(())
+}
+
 /// A tensor layout: logical shape, mixed-radix digits with signed strides, and the buffer size.
 ///
 /// Build one with [`Layout::row_major`], [`Layout::col_major`], [`Layout::from_strides`],
@@ -57,7 +75,8 @@ impl Layout {
     /// A layout from its logical shape and digits, with base 0 and no declared padding.
     ///
     /// Fails when an extent is 0, a digit names a dim outside the shape, a divisor or radix is
-    /// 0, or the offsets could overflow.
+    /// 0, or the offsets could overflow; and with [`Error::Unsupported`] above [`MAX_RANK`]
+    /// dimensions or [`MAX_DIGITS`] digits.
     ///
     /// ```
     /// use relayout::{Digit, Layout, Source};
@@ -86,6 +105,13 @@ impl Layout {
         base: i64,
         padded_len: Option<usize>,
     ) -> Result<Layout> {
+        check_rank(shape.len())?;
+        if digits.len() > MAX_DIGITS {
+            return Err(Error::Unsupported(format!(
+                "a layout of {} digits; relayout handles at most {MAX_DIGITS}",
+                digits.len()
+            )));
+        }
         if let Some(d) = shape.iter().position(|&n| n == 0) {
             return Err(Error::InvalidLayout(format!(
                 "dimension {d} has extent 0; every extent must be at least 1"

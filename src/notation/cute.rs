@@ -464,6 +464,7 @@ impl CuteLayout {
     /// product of the sub-shapes before it. The last sub-mode of a mode has no modulo (as in
     /// CuTe; the same inside the domain); size-1 and stride-0 sub-modes are left out.
     pub fn to_layout(&self) -> Result<Layout> {
+        crate::layout::check_rank(self.rank())?;
         let modes = self.modes();
         let mut shape = Vec::with_capacity(modes.len());
         let mut digits = Vec::new();

@@ -155,6 +155,14 @@ impl MorelloLayout {
 
     /// Resolves every physical dim against `shape`, fastest first, into sizes and digits.
     fn expand(&self, shape: &[usize]) -> Result<Expansion> {
+        crate::layout::check_rank(shape.len())?;
+        if self.dims.len() > crate::layout::MAX_RANK {
+            return Err(Error::Unsupported(format!(
+                "{} physical dims; relayout handles at most {}",
+                self.dims.len(),
+                crate::layout::MAX_RANK
+            )));
+        }
         if let Some(d) = shape.iter().position(|&n| n == 0) {
             return Err(invalid(format!(
                 "dimension {d} has extent 0; every extent must be at least 1"

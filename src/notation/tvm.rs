@@ -140,8 +140,17 @@ impl TvmMap {
     ///
     /// Fails with [`Error::InvalidLayout`] when the ranks differ, an extent is 0, a name is not
     /// a Python identifier or repeats, or an output reads a dimension outside the shape, and
-    /// with [`Error::Unsupported`] for expressions nested deeper than 200 operations.
+    /// with [`Error::Unsupported`] for expressions nested deeper than 200 operations and for
+    /// more than [`crate::layout::MAX_RANK`] dimensions or outputs.
     pub fn new(shape: Vec<usize>, params: Vec<String>, outputs: Vec<TvmExpr>) -> Result<TvmMap> {
+        crate::layout::check_rank(shape.len())?;
+        if outputs.len() > crate::layout::MAX_RANK {
+            return Err(Error::Unsupported(format!(
+                "an index map with {} outputs; relayout handles at most {}",
+                outputs.len(),
+                crate::layout::MAX_RANK
+            )));
+        }
         if params.len() != shape.len() {
             return Err(Error::InvalidLayout(format!(
                 "the index map has {} parameters but the shape {shape:?} has {} dimensions",
@@ -264,14 +273,16 @@ impl TvmMap {
                  range to start at 0"
             )));
         }
-        usize::try_from(extent)
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| {
-                Error::InvalidLayout(format!(
-                    "output {k} ({shown}) has no valid extent (TVM infers {extent})"
-                ))
-            })
+        if extent < 1 {
+            return Err(Error::InvalidLayout(format!(
+                "output {k} ({shown}) has no valid extent (TVM infers {extent})"
+            )));
+        }
+        usize::try_from(extent).map_err(|_| {
+            Error::Overflow(format!(
+                "output {k} ({shown}) has an extent of {extent}, which does not fit in memory"
+            ))
+        })
     }
 
     /// Every value of output `k` must be an index of the final shape's dimension `k`.
@@ -1351,7 +1362,8 @@ mod affine {
                 mut div,
                 ext,
             } = key;
-            if scale == 0 {
+            if scale == 0 || ext == Some(1) {
+                // `… % 1` is 0 whatever it reads.
                 return Ok(Affine::default());
             }
             let g = lin
@@ -1453,7 +1465,9 @@ mod affine {
                         .checked_sub(lower.key.shift)
                         .is_some_and(|d| d.rem_euclid(div) == 0)
             };
-            if let Some(b) = terms.iter().position(continues) {
+            // A term never continues itself (that would need a radix of 1).
+            let other = |(b, upper): &(usize, &Term)| *b != a && continues(upper);
+            if let Some((b, _)) = terms.iter().enumerate().find(other) {
                 return Some((a, b));
             }
         }

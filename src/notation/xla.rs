@@ -46,7 +46,8 @@ pub struct XlaShape {
 
 impl XlaShape {
     /// A shape from its parts; checks that `minor_to_major` is a permutation of the dims, that
-    /// extents, tile sizes and `L(n)` are at least 1, and that `*` is never a tile's last dim.
+    /// extents, tile sizes and `L(n)` are at least 1, that `*` is never a tile's last dim, and
+    /// that the rank is at most [`crate::layout::MAX_RANK`].
     pub fn new(
         dtype: DType,
         dims: Vec<usize>,
@@ -54,6 +55,7 @@ impl XlaShape {
         tiles: Vec<Vec<TileDim>>,
         tail_padding: Option<usize>,
     ) -> Result<XlaShape> {
+        crate::layout::check_rank(dims.len())?;
         let mut sorted = minor_to_major.clone();
         sorted.sort_unstable();
         if sorted != (0..dims.len()).collect::<Vec<_>>() {

@@ -3,6 +3,9 @@
 //! size.
 #![allow(dead_code)]
 
+pub mod guard;
+pub mod random_layouts;
+
 use std::process::{Command, Output};
 
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
@@ -39,12 +42,7 @@ pub fn run_cli(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Source data whose element `i` is a distinct pattern for each `i` (for any element size).
-pub fn pattern<T: Element>(len: usize) -> Vec<T> {
-    (0..len as u64)
-        .map(|i| T::from_bits(i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ i))
-        .collect()
-}
+pub use guard::pattern;
 
 /// Runs `src → dst` with the JIT and with the reference on the same data (the destination
 /// pre-filled with a marker so untouched slots are compared too), for element type `T`, and
@@ -55,7 +53,7 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     pad: Option<T>,
 ) {
     let a: Vec<T> = pattern(src.cosize());
-    let marker = T::from_bits(0xA5A5_A5A5_A5A5_A5A5);
+    let marker = T::from_bits(guard::MARKER);
     let mut want = vec![marker; dst.cosize()];
     reference::relayout(src, &a, dst, &mut want, pad).expect("reference");
     let mut options = Options::new().elem_size(std::mem::size_of::<T>());

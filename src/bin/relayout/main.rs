@@ -113,6 +113,26 @@ impl PairArgs {
     }
 }
 
+/// Most elements a command holds in memory (`offsets`, `apply`, `check`): they keep whole
+/// buffers as 64-bit values, and a larger layout would exhaust memory rather than fail cleanly.
+const MAX_ELEMENTS: usize = 1 << 26;
+
+fn within_memory_limit(elements: usize) -> Result<(), Error> {
+    if elements > MAX_ELEMENTS {
+        return Err(Error::Unsupported(format!(
+            "a buffer of {elements} elements; the command line handles at most {MAX_ELEMENTS}"
+        )));
+    }
+    Ok(())
+}
+
+impl Pair {
+    fn within_memory_limit(&self) -> Result<(), Error> {
+        within_memory_limit(self.src.cosize())?;
+        within_memory_limit(self.dst.cosize())
+    }
+}
+
 /// The element type from `--dtype` and the types the layouts name; they must agree.
 fn element_type(
     flag: Option<&str>,
@@ -147,10 +167,12 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
     match command {
         Command::Offsets { layout } => {
             let layout = Layout::parse(&layout)?;
+            within_memory_limit(layout.size())?;
             println!("{}", join(layout.offsets()));
         }
         Command::Apply(args) => {
             let pair = args.compile()?;
+            pair.within_memory_limit()?;
             let src: Vec<u64> = (0..pair.src.cosize() as u64)
                 .map(|i| values::encode_index(pair.dtype, i))
                 .collect();
@@ -166,6 +188,7 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
         Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()?),
         Command::Check(args) => {
             let pair = args.compile()?;
+            pair.within_memory_limit()?;
             let mismatches = check(&pair)?;
             if mismatches > 0 {
                 return Err(Error::Codegen(format!(

@@ -1,0 +1,256 @@
+//! Kernels never touch memory outside their buffers: every run here has its source and
+//! destination flush against an inaccessible page (after the last byte, then before the first),
+//! so a stray read or write faults and kills the test process. Results are compared with the
+//! reference bit for bit as well.
+
+mod common;
+
+use common::guard::{check_guarded, Edge, Guarded, Run, EDGES};
+use common::random_layouts::pair_from;
+use proptest::prelude::*;
+use relayout::{Digit, Layout, Source};
+
+/// Runs `src → dst` at every element size, with and without padding, on 1 and 3 threads.
+fn check_all(src: &Layout, dst: &Layout) {
+    for elem_size in [1, 2, 4, 8] {
+        for pad in [None, Some(0x7E57_7E57_7E57_7E57)] {
+            for threads in [1, 3] {
+                let run = Run {
+                    elem_size,
+                    pad,
+                    threads,
+                };
+                if let Err(e) = check_guarded(src, dst, run) {
+                    panic!("{e}");
+                }
+            }
+        }
+    }
+}
+
+fn parse(text: &str) -> Layout {
+    Layout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The fence works: reading the byte past the end (or before the start) kills a child process
+/// with SIGSEGV. The child is this test binary running the ignored test below.
+#[test]
+fn the_guard_page_faults() {
+    use std::os::unix::process::ExitStatusExt;
+    for (name, edge) in [("end", Edge::End), ("start", Edge::Start)] {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "touch_the_guard_page",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("GUARD_EDGE", name)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGSEGV),
+            "{edge:?}: reading outside the buffer should fault, got {status:?}"
+        );
+    }
+    // And the same reads in the other placement hit accessible padding, not a fault.
+    let at_end = Guarded::new(3, Edge::End, 1u8);
+    assert_eq!(at_end.read_outside(Edge::Start), 0);
+    let at_start = Guarded::new(3, Edge::Start, 1u8);
+    assert_eq!(at_start.read_outside(Edge::End), 0);
+}
+
+/// Run by `the_guard_page_faults` in a child process: faults on purpose.
+#[test]
+#[ignore = "faults on purpose; run by the_guard_page_faults in a child process"]
+fn touch_the_guard_page() {
+    let edge = match std::env::var("GUARD_EDGE").as_deref() {
+        Ok("start") => Edge::Start,
+        _ => Edge::End,
+    };
+    let buffer = Guarded::new(10, edge, 7u32);
+    println!("{}", buffer.read_outside(edge));
+}
+
+#[test]
+fn buffers_sit_exactly_at_the_edges() {
+    for len in [1usize, 3, 1024, 1025, 4096] {
+        for edge in EDGES {
+            let mut g = Guarded::new(len, edge, 9u64);
+            assert_eq!(g.as_slice().len(), len);
+            assert!(g.as_slice().iter().all(|&v| v == 9));
+            g.as_mut_slice()[len - 1] = 1;
+            let end = g.as_slice().as_ptr_range().end as usize;
+            let start = g.as_slice().as_ptr() as usize;
+            match edge {
+                Edge::End => assert_eq!(end % 4096, 0, "len {len}"),
+                Edge::Start => assert_eq!(start % 4096, 0, "len {len}"),
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Random pairs from the shared generator, every element size, random padding and threads.
+    #[test]
+    fn random_pairs_stay_inside_their_buffers(
+        bytes in proptest::collection::vec(any::<u8>(), 0..400),
+        pad in any::<bool>(),
+        threads in 1usize..5,
+    ) {
+        let pair = pair_from(&mut bytes.into_iter());
+        for elem_size in [1, 2, 4, 8] {
+            let run = Run { elem_size, pad: pad.then_some(0x1234_5678_9ABC_DEF0), threads };
+            if let Err(e) = check_guarded(&pair.src.layout, &pair.dst.layout, run) {
+                return Err(TestCaseError::fail(format!("{pair}\n{e}")));
+            }
+        }
+    }
+}
+
+#[test]
+fn transposes_with_tails() {
+    for (m, n) in [
+        (16, 16),
+        (17, 33),
+        (33, 17),
+        (5, 100),
+        (100, 5),
+        (1, 7),
+        (7, 1),
+        (31, 2),
+    ] {
+        let rm = Layout::row_major(&[m, n]).unwrap();
+        let cm = Layout::col_major(&[m, n]).unwrap();
+        check_all(&rm, &cm);
+        check_all(&cm, &rm);
+    }
+    let nchw = Layout::row_major(&[2, 5, 7, 9]).unwrap();
+    let nhwc = Layout::ordered(&[2, 5, 7, 9], &[0, 2, 3, 1]).unwrap();
+    check_all(&nchw, &nhwc);
+    check_all(&nhwc, &nchw);
+}
+
+#[test]
+fn copies_of_every_length_up_to_three_vectors() {
+    for n in 1..=49 {
+        let l = Layout::row_major(&[n]).unwrap();
+        check_all(&l, &l);
+    }
+}
+
+#[test]
+fn long_copies_split_between_threads() {
+    let l = Layout::row_major(&[3, 20_011]).unwrap();
+    for threads in [1, 2, 3, 4] {
+        for elem_size in [1, 8] {
+            let run = Run {
+                elem_size,
+                pad: None,
+                threads,
+            };
+            check_guarded(&l, &l, run).unwrap();
+        }
+    }
+}
+
+#[test]
+fn padded_destinations() {
+    for (src, dst) in [
+        ("cute:(3,5):(5,1)", "xla:f32[3,5]{1,0:T(2,2)}"),
+        ("cute:(5,3):(1,5)", "xla:f32[5,3]{1,0:T(2,2)}"),
+        ("cute:(5,3):(1,5)", "xla:f32[5,3]{0,1:T(4,2)(2,1)L(8)}"),
+        ("morello:[24] [0]", "morello:[24] [0, 0 oe(8)]"),
+        ("morello:[5] [0]", "morello:[5] [0 oe(8)]"),
+        ("morello:[3,12] [0, 1]", "morello:[3,12] [1, 0, 1 oe(4)]"),
+        ("morello:[6,9] [0, 1]", "morello:[6,9] [1, 0, 1 p(3)]"),
+        ("morello:[6,5] [0, 1]", "morello:[6,5] [0, 1 p(8)]"),
+        ("cute:14:1", "tvm:[14] lambda i: [i // 4, i % 4]"),
+        (
+            "cute:15:1",
+            "tvm:[15] lambda i: [(i + 1) // 4, (i + 1) % 4]",
+        ),
+        (
+            "cute:(3,31):(1,3)",
+            "tvm:[3, 31] lambda i, j: [j // 8, i, j % 8]",
+        ),
+    ] {
+        check_all(&parse(src), &parse(dst));
+        check_all(&parse(dst), &parse(src));
+    }
+}
+
+#[test]
+fn indexed_div_mod_paths() {
+    // One dim of 6 split by 2 on one side and by 3 on the other.
+    let split = |by: usize| {
+        Layout::new(
+            &[6, 5],
+            vec![
+                Digit::new(Source::Dim(0), 1, Some(by), 5 * (6 / by) as i64),
+                Digit::new(Source::Dim(0), by, None, 5),
+                Digit::new(Source::Dim(1), 1, None, 1),
+            ],
+        )
+        .unwrap()
+    };
+    check_all(&split(2), &split(3));
+    check_all(&split(3), &split(2));
+    // Fused sources: TVM sums and an XLA combine that does not divide.
+    for (src, dst) in [
+        (
+            "cute:(3,7):(1,3)",
+            "tvm:[3, 7] lambda i, j: [(i * 7 + j) // 4, (i * 7 + j) % 4]",
+        ),
+        (
+            "cute:(5,6):(6,1)",
+            "tvm:[5, 6] lambda i, j: [(i * 6 + j) % 4, (i * 6 + j) // 4]",
+        ),
+        ("cute:(2,3,10):(30,10,1)", "xla:f32[2,3,10]{2,1,0:T(*,3)}"),
+    ] {
+        check_all(&parse(src), &parse(dst));
+        check_all(&parse(dst), &parse(src));
+    }
+}
+
+#[test]
+fn sources_with_gaps_negative_strides_and_broadcast() {
+    let dst = Layout::col_major(&[4, 5]).unwrap();
+    for strides in [[12, 2], [-5, 1], [1, -4], [-7, -1], [0, 1], [1, 0], [0, 0]] {
+        let src = Layout::from_strides(&[4, 5], &strides).unwrap();
+        check_all(&src, &dst);
+    }
+    let gappy = Layout::from_strides(&[4, 5], &[1, 9]).unwrap();
+    let reversed = Layout::from_strides(&[4, 5], &[-1, -4]).unwrap();
+    check_all(&Layout::row_major(&[4, 5]).unwrap(), &gappy);
+    check_all(&Layout::row_major(&[4, 5]).unwrap(), &reversed);
+    let based = Layout::from_parts(
+        &[3, 4],
+        vec![
+            Digit::new(Source::Dim(0), 1, None, -4),
+            Digit::new(Source::Dim(1), 1, None, 1),
+        ],
+        3,
+        None,
+    )
+    .unwrap();
+    check_all(&based, &reversed_rows());
+    check_all(&reversed_rows(), &based);
+}
+
+fn reversed_rows() -> Layout {
+    Layout::from_strides(&[3, 4], &[1, -3]).unwrap()
+}
+
+#[test]
+fn one_element() {
+    let one = Layout::row_major(&[1]).unwrap();
+    check_all(&one, &one);
+    let ones = Layout::row_major(&[1, 1, 1]).unwrap();
+    check_all(&ones, &Layout::col_major(&[1, 1, 1]).unwrap());
+}
