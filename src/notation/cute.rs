@@ -903,7 +903,7 @@ mod tests {
 
     const GOLDEN: &str = include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/cases/public_golden.json"
+        "/tests/data/public_golden.json"
     ));
 
     fn numbers(value: &Value) -> Vec<i64> {

@@ -549,7 +549,7 @@ mod tests {
 
     const GOLDEN: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/cases/public_golden.json"
+        "/tests/data/public_golden.json"
     );
 
     fn shaped(shape: &[usize], layout: &str) -> ShapedLayout {

@@ -2286,9 +2286,9 @@ mod tests {
     fn golden_cases_reproduce() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/cases/public_golden.json"
+            "/tests/data/public_golden.json"
         ))
-        .expect("shared/cases/public_golden.json beside the repository");
+        .expect("tests/data/public_golden.json");
         let cases: serde_json::Value = serde_json::from_str(&text).unwrap();
         let mut checked = 0;
         for case in cases.as_array().unwrap() {

@@ -11,10 +11,11 @@ use std::process::{Command, Output};
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
 use serde_json::Value;
 
-/// The public worked examples, kept beside the repository.
+/// The public worked examples (exact offsets from the systems' own documentation), kept in the
+/// repository so the tests need nothing outside it.
 pub const GOLDEN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/cases/public_golden.json"
+    "/tests/data/public_golden.json"
 );
 
 /// Every case of the public worked examples.
