@@ -547,10 +547,7 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
 
-    const GOLDEN: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/public_golden.json"
-    );
+    const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/public_golden.json");
 
     fn shaped(shape: &[usize], layout: &str) -> ShapedLayout {
         ShapedLayout {

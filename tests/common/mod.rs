@@ -13,10 +13,7 @@ use serde_json::Value;
 
 /// The public worked examples (exact offsets from the systems' own documentation), kept in the
 /// repository so the tests need nothing outside it.
-pub const GOLDEN: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/data/public_golden.json"
-);
+pub const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/public_golden.json");
 
 /// Every case of the public worked examples.
 pub fn golden_cases() -> Vec<Value> {
