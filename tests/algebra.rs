@@ -1,6 +1,7 @@
-//! CuTe's layout algebra against the public worked examples and the seed documents: every
-//! algebra case through the library and through `relayout cute`, `print_layout` tables through
-//! `relayout table`, and algebra results used as relayout destinations.
+//! CuTe's layout algebra against the public worked examples and the numbers of the MoYe and
+//! CuTe layout documentation (kept in `tests/data`): every algebra case through the library and
+//! through `relayout cute`, `print_layout` tables and printed matrices through `relayout table`,
+//! and algebra results used as relayout destinations.
 
 mod common;
 
@@ -9,7 +10,27 @@ use relayout::algebra::{CuteLayout, IntTuple, Tiler};
 use relayout::Layout;
 use serde_json::Value;
 
-const SEEDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/seeds");
+/// The `print_layout` tables of the MoYe documentation's "layout" page, one per line.
+const MOYE_TABLES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/moye_print_layout_tables.txt"
+);
+
+/// The matrices of CuTe's `01_layout.md`: a layout line, then its rows of offsets.
+const CUTE_MATRICES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/cute_layout_matrices.txt"
+);
+
+/// The lines of a data file that are not `#` comments.
+fn data_lines(path: &str) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
 
 fn cute(text: &str) -> CuteLayout {
     CuteLayout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
@@ -230,36 +251,13 @@ fn odd_input_never_panics() {
     }
 }
 
-/// Every `print_layout(…)` table of the MoYe seed with whitespace collapsed and the static
-/// markers `_` removed, in order. The seed is flattened text: each table follows its call on the
-/// same line and ends at the next `julia>` prompt or the end of the line.
+/// Every `print_layout(…)` table of the MoYe documentation's "layout" page, in order, with
+/// whitespace collapsed and the static markers `_` removed (as [`collapse`] leaves a table).
 fn moye_tables() -> Vec<String> {
-    let seed = std::fs::read_to_string(format!("{SEEDS}/moye-layout.txt")).unwrap();
-    let mut tables = Vec::new();
-    for line in seed.lines() {
-        let mut rest = line;
-        while let Some(start) = rest.find("print_layout(") {
-            let call = &rest[start + "print_layout(".len()..];
-            let mut depth = 1;
-            let close = call
-                .char_indices()
-                .find(|&(_, c)| {
-                    depth += match c {
-                        '(' => 1,
-                        ')' => -1,
-                        _ => 0,
-                    };
-                    depth == 0
-                })
-                .map(|(i, _)| i)
-                .expect("a closing parenthesis");
-            let after = &call[close + 1..];
-            let end = after.find("julia>").unwrap_or(after.len());
-            tables.push(collapse(&after[..end]));
-            rest = &after[end..];
-        }
-    }
-    tables
+    data_lines(MOYE_TABLES)
+        .into_iter()
+        .filter(|line| !line.trim().is_empty())
+        .collect()
 }
 
 fn collapse(table: &str) -> String {
@@ -289,7 +287,11 @@ fn moye_print_layout_tables() {
         raked.zipped_divide(&subtile).unwrap(),
     ];
     let seeds = moye_tables();
-    assert_eq!(seeds.len(), layouts.len(), "the seed's print_layout tables");
+    assert_eq!(
+        seeds.len(),
+        layouts.len(),
+        "the documented print_layout tables"
+    );
     for (layout, seed) in layouts.iter().zip(&seeds) {
         let table = layout.table().unwrap().one_based().to_string();
         assert_eq!(collapse(&table), *seed, "{layout}");
@@ -312,45 +314,27 @@ fn cells(table: &str) -> Vec<Vec<i64>> {
         .collect()
 }
 
-/// The matrices the CuTe seed prints: `Shape:`/`Stride:` pairs, and `print2D` of the layouts
-/// it defines (their definitions written out here), each followed by its rows of offsets.
+/// The matrices CuTe's `01_layout.md` prints, in order: `Shape:`/`Stride:` pairs, and `print2D`
+/// of the layouts it defines (written as their definitions), each with its rows of offsets.
 fn cute_seed_matrices() -> Vec<(String, Vec<Vec<i64>>)> {
-    let seed = std::fs::read_to_string(format!("{SEEDS}/cute-layout.txt")).unwrap();
-    let lines: Vec<&str> = seed.lines().collect();
-    let defined = |name: &str| match name {
-        "layout_2sx4s" | "layout_2sx4d" => "(2,4)",
-        "layout_2x4" => "(2,(2,2)):(4,(2,1))",
-        other => panic!("the seed prints {other}"),
-    };
-    let mut matrices = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let (layout, first_row) = if let Some(name) = line
-            .strip_prefix("> print2D(")
-            .and_then(|l| l.strip_suffix(')'))
-        {
-            (defined(name).to_string(), i + 1)
-        } else if let (Some(shape), Some(stride)) = (
-            line.strip_prefix("Shape: "),
-            lines.get(i + 1).and_then(|l| l.strip_prefix("Stride: ")),
-        ) {
-            (format!("{shape}:{stride}"), i + 2)
-        } else {
-            continue;
-        };
-        let rows: Vec<Vec<i64>> = lines[first_row..]
-            .iter()
-            .map_while(|l| {
-                l.split_whitespace()
-                    .map(|v| v.parse().ok())
-                    .collect::<Option<Vec<i64>>>()
-                    .filter(|row| !row.is_empty())
-            })
-            .collect();
-        if !rows.is_empty() {
-            matrices.push((layout, rows));
-        }
-    }
-    matrices
+    let lines = data_lines(CUTE_MATRICES);
+    lines
+        .split(|line| line.trim().is_empty())
+        .filter(|block| !block.is_empty())
+        .map(|block| {
+            let (layout, rows) = block.split_first().unwrap();
+            assert!(!rows.is_empty(), "{layout}: no rows");
+            let rows = rows
+                .iter()
+                .map(|row| {
+                    row.split_whitespace()
+                        .map(|v| v.parse().unwrap_or_else(|e| panic!("{layout}: {v}: {e}")))
+                        .collect()
+                })
+                .collect();
+            (layout.clone(), rows)
+        })
+        .collect()
 }
 
 #[test]
@@ -377,7 +361,7 @@ fn table_cells_are_the_offsets_of_each_coordinate() {
 #[test]
 fn cute_seed_matrices_as_tables() {
     let matrices = cute_seed_matrices();
-    assert_eq!(matrices.len(), 6, "the seed's matrices");
+    assert_eq!(matrices.len(), 6, "the documented matrices");
     for (layout, rows) in matrices {
         let printed = run_cli(&["table", &layout]);
         assert_eq!(
