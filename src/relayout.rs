@@ -126,7 +126,7 @@ impl Options {
     }
 
     /// Start another thread only for each further `bytes` of destination (at least 1; by
-    /// default 256 KiB, below which starting a thread costs more than it saves). Setting it
+    /// default 1 MiB, below which starting a thread costs more than it saves). Setting it
     /// low splits even tiny relayouts, which tests of the split use.
     ///
     /// ```
@@ -162,7 +162,7 @@ impl Options {
 
 /// Destination bytes each thread should have at least, unless the options say otherwise: below
 /// that, starting a thread costs more than it saves, so small relayouts run on fewer threads.
-const DEFAULT_MIN_BYTES_PER_THREAD: usize = 256 << 10;
+const DEFAULT_MIN_BYTES_PER_THREAD: usize = 1 << 20;
 
 /// A compiled relayout from one layout to another.
 ///
@@ -311,13 +311,7 @@ impl Relayout {
     /// As [`Relayout::run_raw`].
     unsafe fn launch_candidate(&self, candidate: &Candidate, src: *const u8, dst: *mut u8) {
         let work = candidate.plan.work();
-        let bytes = candidate.plan.dst_len() * candidate.plan.elem_size();
-        let threads = self
-            .options
-            .threads
-            .min(work)
-            .min(bytes / self.options.min_bytes_per_thread)
-            .max(1);
+        let threads = self.threads_for(&candidate.plan);
         if threads == 1 {
             // SAFETY: the caller guarantees the buffers; one call covers all the work.
             return unsafe { candidate.kernel.call(src, dst, 0, work) };
@@ -336,6 +330,31 @@ impl Relayout {
                 });
             }
         });
+    }
+
+    /// How many threads a run starts: [`Options::threads`] at most, one per
+    /// [`Options::min_bytes_per_thread`] of destination, and no more than the outer iterations.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, Layout, Options};
+    ///
+    /// let small = Layout::row_major(&[64, 64])?; // 16 KiB of f32
+    /// let transposed = Layout::col_major(&[64, 64])?;
+    /// let r = compile_relayout_with(&small, &transposed, Options::new().threads(4))?;
+    /// assert_eq!(r.threads(), 1);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn threads(&self) -> usize {
+        self.threads_for(&self.current().plan)
+    }
+
+    fn threads_for(&self, plan: &Plan) -> usize {
+        let bytes = plan.dst_len().saturating_mul(plan.elem_size());
+        self.options
+            .threads
+            .min(plan.work())
+            .min(bytes / self.options.min_bytes_per_thread)
+            .max(1)
     }
 
     /// The kernel in use: the only one, or while tuning the default, then the chosen one.
