@@ -235,9 +235,9 @@ fn bench_a_pair_on_two_threads_with_a_plot() {
     let plot = std::env::temp_dir().join(format!("relayout-bench-{}.svg", std::process::id()));
     let rows = bench_tsv(&[
         "--src",
-        "cute:(24,40):(40,1)",
+        "cute:(1024,1024):(1024,1)",
         "--dst",
-        "cute:(24,40):(1,24)",
+        "cute:(1024,1024):(1,1024)",
         "--dtype",
         "u16",
         "--threads",
@@ -250,7 +250,8 @@ fn bench_a_pair_on_two_threads_with_a_plot() {
         plot.to_str().unwrap(),
     ]);
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0][..4], ["custom", "u16", "1920", "2"]);
+    // Two MiB of destination: enough for two threads at one MiB each.
+    assert_eq!(rows[0][..4], ["custom", "u16", "2097152", "2"]);
     let svg = std::fs::read_to_string(&plot).unwrap();
     std::fs::remove_file(&plot).unwrap();
     assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
