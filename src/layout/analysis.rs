@@ -1,7 +1,7 @@
 //! Structural facts about a layout: which dims are plain mixed-radix numbers, the exact range of
 //! offsets, and injectivity.
 
-use super::{Coords, Layout};
+use super::{for_each_coord, Layout};
 
 /// Layouts up to this many elements are checked element by element when the structure does not
 /// settle a question.
@@ -61,6 +61,7 @@ fn chain_covers(layout: &Layout, d: usize, chain: &[usize]) -> bool {
 pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
     let mut lo = layout.base as i128;
     let mut hi = lo;
+    let mut budget = EXHAUSTIVE_LIMIT / 64;
     for group in dim_groups(layout) {
         let digits: Vec<usize> = (0..layout.digits.len())
             .filter(|&i| {
@@ -71,9 +72,12 @@ pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
                     .any(|d| group.contains(d))
             })
             .collect();
+        if digits.is_empty() {
+            continue; // Dims that no digit reads add nothing to the offset.
+        }
         let (a, b) = match (group.as_slice(), chain_of(layout, &group)) {
             ([d], Some(chain)) => chain_span(layout, *d, &chain),
-            _ => enumerated_span(layout, &group, &digits)
+            _ => enumerated_span(layout, &group, &digits, &mut budget)
                 .unwrap_or_else(|| interval_span(layout, &digits)),
         };
         lo += a;
@@ -158,25 +162,29 @@ fn chain_span(layout: &Layout, d: usize, chain: &[usize]) -> (i128, i128) {
     (lo, hi)
 }
 
-/// Span of a group of dims by visiting its coordinates, if there are few enough.
-fn enumerated_span(layout: &Layout, group: &[usize], digits: &[usize]) -> Option<(i128, i128)> {
+/// Span of a group of dims by visiting its coordinates, if there are no more than `budget`
+/// (which shrinks by the number visited, so one layout's groups share it).
+fn enumerated_span(
+    layout: &Layout,
+    group: &[usize],
+    digits: &[usize],
+    budget: &mut usize,
+) -> Option<(i128, i128)> {
     let extents: Vec<usize> = group.iter().map(|&d| layout.shape[d]).collect();
     let count = extents
         .iter()
         .try_fold(1usize, |acc, &n| acc.checked_mul(n))?;
-    if count > EXHAUSTIVE_LIMIT / 64 {
-        return None;
-    }
+    *budget = budget.checked_sub(count)?;
     let mut coord = vec![0usize; layout.rank()];
     let (mut lo, mut hi) = (i128::MAX, i128::MIN);
-    for sub in Coords::new(&extents) {
-        for (&d, &x) in group.iter().zip(&sub) {
+    for_each_coord(&extents, |sub| {
+        for (&d, &x) in group.iter().zip(sub) {
             coord[d] = x;
         }
         let sum: i128 = digits.iter().map(|&i| layout.digits[i].eval(&coord)).sum();
         lo = lo.min(sum);
         hi = hi.max(sum);
-    }
+    });
     Some((lo, hi))
 }
 
@@ -218,13 +226,12 @@ fn exhaustive_injective(layout: &Layout) -> Option<bool> {
         return None;
     }
     let mut seen = vec![0u64; span.div_ceil(64)];
-    for c in Coords::new(&layout.shape) {
-        let slot = (layout.offset_unchecked(&c) - layout.min_offset) as usize;
+    let mut injective = true;
+    for_each_coord(&layout.shape, |c| {
+        let slot = (layout.offset_unchecked(c) - layout.min_offset) as usize;
         let (word, bit) = (slot / 64, 1u64 << (slot % 64));
-        if seen[word] & bit != 0 {
-            return Some(false);
-        }
+        injective &= seen[word] & bit == 0;
         seen[word] |= bit;
-    }
-    Some(true)
+    });
+    Some(injective)
 }
