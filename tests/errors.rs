@@ -474,4 +474,9 @@ fn fuzz_findings() {
         "tvm:[{}3888888888882, 2] lambda *rest, k: [*rest]",
         "888882, ".repeat(12)
     ));
+    // Shapes whose element count does not fit: the count used to wrap (6 · 2^64 is 0 modulo
+    // 2^64), and a broadcast map over such a shape hung the injectivity check.
+    overflow("tvm:[2, 3, 4294967296, 4294967296] lambda *t: [0]");
+    overflow("cute:(4294967296,4294967296):(0,0)");
+    overflow("morello:[4294967296, 4294967296] [0, 1]");
 }

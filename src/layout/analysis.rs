@@ -1,6 +1,9 @@
 //! Structural facts about a layout: which dims are plain mixed-radix numbers, the exact range of
 //! offsets, and injectivity.
 
+use std::ops::ControlFlow;
+
+use super::coords::try_for_each_coord;
 use super::{for_each_coord, Layout};
 
 /// Layouts up to this many elements are checked element by element when the structure does not
@@ -226,12 +229,14 @@ fn exhaustive_injective(layout: &Layout) -> Option<bool> {
         return None;
     }
     let mut seen = vec![0u64; span.div_ceil(64)];
-    let mut injective = true;
-    for_each_coord(&layout.shape, |c| {
+    let collision = try_for_each_coord(&layout.shape, |c| {
         let slot = (layout.offset_unchecked(c) - layout.min_offset) as usize;
         let (word, bit) = (slot / 64, 1u64 << (slot % 64));
-        injective &= seen[word] & bit == 0;
+        if seen[word] & bit != 0 {
+            return ControlFlow::Break(());
+        }
         seen[word] |= bit;
+        ControlFlow::Continue(())
     });
-    Some(injective)
+    Some(collision.is_continue())
 }

@@ -1,5 +1,7 @@
 //! Walking every coordinate of a logical shape.
 
+use std::ops::ControlFlow;
+
 /// An iterator over every coordinate of a shape in row-major order (last dim fastest).
 ///
 /// ```
@@ -55,16 +57,27 @@ impl Iterator for Coords {
 /// assert_eq!(n, 12);
 /// ```
 pub fn for_each_coord(shape: &[usize], mut f: impl FnMut(&[usize])) {
+    let _ = try_for_each_coord::<()>(shape, |c| {
+        f(c);
+        ControlFlow::Continue(())
+    });
+}
+
+/// [`for_each_coord`] until `f` breaks; returns what it broke with.
+pub(crate) fn try_for_each_coord<B>(
+    shape: &[usize],
+    mut f: impl FnMut(&[usize]) -> ControlFlow<B>,
+) -> ControlFlow<B> {
     if shape.contains(&0) {
-        return;
+        return ControlFlow::Continue(());
     }
     let mut coord = vec![0usize; shape.len()];
     loop {
-        f(&coord);
+        f(&coord)?;
         let mut d = shape.len();
         loop {
             if d == 0 {
-                return;
+                return ControlFlow::Continue(());
             }
             d -= 1;
             coord[d] += 1;

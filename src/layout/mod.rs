@@ -117,6 +117,15 @@ impl Layout {
                 "dimension {d} has extent 0; every extent must be at least 1"
             )));
         }
+        let elements = shape
+            .iter()
+            .try_fold(1i128, |acc, &n| acc.checked_mul(n as i128))
+            .filter(|&n| n <= MAX_OFFSET);
+        if elements.is_none() {
+            return Err(Error::Overflow(format!(
+                "a shape of {shape:?} has more than {MAX_OFFSET} elements"
+            )));
+        }
         for digit in &digits {
             if let Some(d) = digit.source.dims().into_iter().find(|&d| d >= shape.len()) {
                 return Err(Error::InvalidLayout(format!(
