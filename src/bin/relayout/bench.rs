@@ -316,16 +316,18 @@ fn measure_as<T: Element>(
     })
 }
 
-/// `dst.copy_from_slice(src)` with the slices split evenly between `threads` scoped threads.
+/// `dst.copy_from_slice(src)` with the slices split evenly into `threads` parts, run the way
+/// relayout runs its kernels on several threads: on rayon's pool, part 0 on this thread.
 fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize) {
-    if threads <= 1 {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let chunk = src.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        for (to, from) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
-            scope.spawn(move || to.copy_from_slice(from));
+    let chunk = src.len().div_ceil(threads.max(1)).max(1);
+    let mut parts = dst.chunks_mut(chunk).zip(src.chunks(chunk));
+    let first = parts.next();
+    rayon::in_place_scope(|scope| {
+        for (to, from) in parts {
+            scope.spawn(move |_| to.copy_from_slice(from));
+        }
+        if let Some((to, from)) = first {
+            to.copy_from_slice(from);
         }
     });
 }
