@@ -319,7 +319,12 @@ fn measure_as<T: Element>(
 /// `dst.copy_from_slice(src)` with the slices split evenly into `threads` parts, run the way
 /// relayout runs its kernels on several threads: on rayon's pool, part 0 on this thread.
 fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize) {
-    let chunk = src.len().div_ceil(threads.max(1)).max(1);
+    if threads <= 1 {
+        // As a one-thread kernel run: no scope at all.
+        dst.copy_from_slice(src);
+        return;
+    }
+    let chunk = src.len().div_ceil(threads).max(1);
     let mut parts = dst.chunks_mut(chunk).zip(src.chunks(chunk));
     let first = parts.next();
     rayon::in_place_scope(|scope| {
