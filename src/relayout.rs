@@ -117,7 +117,9 @@ impl Options {
     }
 
     /// Run on up to `threads` threads (at least 1; small relayouts use fewer, see
-    /// [`Options::min_bytes_per_thread`]).
+    /// [`Options::min_bytes_per_thread`]). The calling thread runs one part of the work and
+    /// rayon's global pool the others, so parts beyond the pool's size (by default one thread per
+    /// core) wait for a free thread rather than start new ones.
     pub fn threads(self, threads: usize) -> Options {
         Options {
             threads: threads.max(1),

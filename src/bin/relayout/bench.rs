@@ -22,9 +22,9 @@ Runs the standard suite (`relayout bench --list` shows its cases with their layo
 named, or one --src/--dst pair. For each case, in one process and on the same buffers, three \
 contenders are each warmed up and then run in interleaved rounds, and the medians are shown: the \
 compiled kernel (on up to --threads threads: one per MiB of destination), memcpy of the tensor's \
-bytes (split between as many threads, the count shown in the table) and the naive per-element loop (relayout::reference::relayout, always one thread). The \
-naive loop is slow, so it runs --naive-runs times where the others run --runs times; the whole \
-suite takes a few minutes. Short calls are repeated within a run so that each timed run lasts at \
+bytes (split between as many threads, the count shown in the table) and the naive per-element \
+loop (relayout::reference::relayout, always one thread). The naive loop is slow, so it runs \
+--naive-runs times where the others run --runs times; the whole suite takes a minute or two. Short calls are repeated within a run so that each timed run lasts at \
 least 10 ms.
 
 GB/s counts the tensor's element bytes moved one way, the same for every contender; ratio is \
@@ -292,7 +292,7 @@ fn measure_as<T: Element>(
     while kernel.blocking().is_none() {
         kernel.run(&src, &mut dst)?;
     }
-    // memcpy gets as many threads as the kernel starts (small tensors run on fewer than asked).
+    // memcpy gets as many threads as the kernel uses (small tensors run on fewer than asked).
     let threads = kernel.threads();
     let [relayout, memcpy, naive] = timing::interleaved_medians(runs, |i| match i {
         0 => kernel.run(&src, &mut dst),
