@@ -198,13 +198,14 @@ struct Cache {
     order: VecDeque<Key>,
 }
 
-/// Returns the plan and kernel for a pair, compiling them on a cache miss. The second value says
-/// whether it was a hit.
+/// Returns the plan and kernel for a pair, compiling them on a cache miss (always, and leaving
+/// the cache alone, when `use_cache` is false). The third value says whether it was a hit.
 pub(crate) fn cached(
     src: &Layout,
     dst: &Layout,
     elem_size: usize,
     blocking: Blocking,
+    use_cache: bool,
 ) -> Result<(Arc<Plan>, Arc<Compiled>, bool)> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
@@ -214,12 +215,17 @@ pub(crate) fn cached(
         elem_size,
         blocking,
     };
-    if let Some((plan, kernel)) = lock(cache).kernels.get(&key) {
-        return Ok((plan.clone(), kernel.clone(), true));
+    if use_cache {
+        if let Some((plan, kernel)) = lock(cache).kernels.get(&key) {
+            return Ok((plan.clone(), kernel.clone(), true));
+        }
     }
     let start = Instant::now();
     let plan = Arc::new(Plan::with_blocking(src, dst, elem_size, blocking)?);
     let kernel = Arc::new(compile(plan.clone(), start)?);
+    if !use_cache {
+        return Ok((plan, kernel, false));
+    }
     let mut guard = lock(cache);
     if guard.kernels.len() >= CACHE_CAPACITY {
         if let Some(old) = guard.order.pop_front() {

@@ -62,6 +62,7 @@ pub struct Options {
     threads: usize,
     min_bytes_per_thread: usize,
     tune: bool,
+    cache: bool,
 }
 
 impl Default for Options {
@@ -72,12 +73,13 @@ impl Default for Options {
             threads: 1,
             min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
             tune: false,
+            cache: true,
         }
     }
 }
 
 impl Options {
-    /// 4-byte elements, padding left untouched, one thread, no tuning.
+    /// 4-byte elements, padding left untouched, one thread, no tuning, the kernel cache on.
     pub fn new() -> Options {
         Options::default()
     }
@@ -160,6 +162,24 @@ impl Options {
     pub fn tune(self, on: bool) -> Options {
         Options { tune: on, ..self }
     }
+
+    /// Look the kernel up in the process-wide cache, and keep it there (the default); with
+    /// `false`, compile afresh and keep the kernel to this [`Relayout`] alone, which is how
+    /// compile time is measured.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout, compile_relayout_with, Layout, Options};
+    ///
+    /// let src = Layout::row_major(&[8, 8])?;
+    /// let dst = Layout::col_major(&[8, 8])?;
+    /// compile_relayout(&src, &dst)?;
+    /// assert!(compile_relayout(&src, &dst)?.was_cached());
+    /// assert!(!compile_relayout_with(&src, &dst, Options::new().cache(false))?.was_cached());
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn cache(self, on: bool) -> Options {
+        Options { cache: on, ..self }
+    }
 }
 
 /// Destination bytes each thread should have at least, unless the options say otherwise: below
@@ -214,7 +234,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     };
     let remembered = options.tune.then(|| tune::remembered(&key)).flatten();
     let blocking = remembered.unwrap_or_default();
-    let (plan, kernel, cache_hit) = jit::cached(src, dst, elem_size, blocking)?;
+    let (plan, kernel, cache_hit) = jit::cached(src, dst, elem_size, blocking, options.cache)?;
     let large = plan.dst_len().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
     let mut candidates = vec![Candidate {
         blocking,
@@ -225,7 +245,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         for &blocking in &Blocking::CANDIDATES[1..] {
             let plan = Plan::with_blocking(src, dst, elem_size, blocking)?;
             if candidates.iter().all(|c| *c.plan != plan) {
-                let (plan, kernel, _) = jit::cached(src, dst, elem_size, blocking)?;
+                let (plan, kernel, _) = jit::cached(src, dst, elem_size, blocking, options.cache)?;
                 candidates.push(Candidate {
                     blocking,
                     plan,

@@ -50,6 +50,26 @@ fn transposes_with_tails_for_every_element_size() {
 }
 
 #[test]
+fn transposes_into_rows_that_share_l1_sets() {
+    use relayout::plan::Plan;
+    // Destination rows 512 to 4096 elements apart: at each element size some of them start in
+    // two L1 sets (blocks of longer runs) or in one (staged blocks, copied out), with whole and
+    // partial strips and blocks on both sides.
+    for stride in [512, 1024, 2048, 4096] {
+        for (m, n) in [(500, 37), (33, 70)] {
+            let src = Layout::row_major(&[m, n]).unwrap();
+            let dst = Layout::from_strides(&[m, n], &[1, stride]).unwrap();
+            check_pair(&src, &dst);
+        }
+    }
+    let src = Layout::row_major(&[500, 37]).unwrap();
+    let dst = Layout::from_strides(&[500, 37], &[1, 1024]).unwrap();
+    let plan = Plan::new(&src, &dst, 4).unwrap();
+    assert!(plan.regions().iter().any(|r| r.staged), "{plan}");
+    assert!(!plan.regions().iter().any(|r| r.streamed), "{plan}");
+}
+
+#[test]
 fn long_copies_are_split_and_correct() {
     let src = Layout::row_major(&[3, 70_001]).unwrap();
     check_pair(&src, &src);

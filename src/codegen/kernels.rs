@@ -22,8 +22,8 @@ impl Emitter<'_> {
                 let bytes = len as i64 * self.elem_size;
                 self.call_stream_rows(routine, s, d, [1, bytes, 0, 0]);
             }
-            (Kernel::Transpose { a, b, lanes }, Some(routine)) => {
-                self.staged_transpose(routine, a, b, lanes, s, d)
+            (Kernel::Transpose { a, b, lanes }, _) if self.staging => {
+                self.staged_transpose(a, b, lanes, s, d)
             }
             _ => self.store_kernel(kernel, s, d),
         }
@@ -130,18 +130,11 @@ impl Emitter<'_> {
     }
 
     /// A transpose into the staging buffer, whose rows (one per step of `a`) are `b.extent`
-    /// elements long, then one call that streams the rows to their places in the destination.
-    fn staged_transpose(
-        &mut self,
-        routine: FuncRef,
-        a: Loop,
-        b: Loop,
-        lanes: usize,
-        s: Value,
-        d: Value,
-    ) {
+    /// elements long, then the rows out to their places in the destination, one after another:
+    /// by one call of the streaming routine when the region streams, else by vector copies.
+    fn staged_transpose(&mut self, a: Loop, b: Loop, lanes: usize, s: Value, d: Value) {
         let Some(slot) = self.stage else {
-            // `build` sizes a stage for every streamed transpose; without one, store directly.
+            // `build` sizes a stage for every staged transpose; without one, store directly.
             return self.transpose(a, b, lanes, s, d);
         };
         let stage = self.b.ins().stack_addr(types::I64, slot, 0);
@@ -157,13 +150,25 @@ impl Emitter<'_> {
             stage,
         );
         let row_bytes = row * self.elem_size;
-        let shape = [
-            a.extent as i64,
-            row_bytes,
-            row_bytes,
-            a.dst_stride * self.elem_size,
-        ];
-        self.call_stream_rows(routine, stage, d, shape);
+        match self.streaming {
+            Some(routine) => {
+                let shape = [
+                    a.extent as i64,
+                    row_bytes,
+                    row_bytes,
+                    a.dst_stride * self.elem_size,
+                ];
+                self.call_stream_rows(routine, stage, d, shape);
+            }
+            None => {
+                let rows = Loop {
+                    extent: a.extent,
+                    src_stride: row,
+                    dst_stride: a.dst_stride,
+                };
+                self.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
+            }
+        }
     }
 
     /// `stream_rows(s, d, rows, row_bytes, src_stride, dst_stride)`, the last four (byte counts)

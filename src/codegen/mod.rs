@@ -60,7 +60,7 @@ pub(crate) fn build(
     let stage_bytes = plan
         .regions()
         .iter()
-        .filter(|r| r.streamed)
+        .filter(|r| r.staged)
         .filter_map(|r| r.kernel.tile_loops())
         .map(|(a, b)| a.extent * b.extent * elem_size)
         .max();
@@ -82,6 +82,7 @@ pub(crate) fn build(
         b,
         elem_size: elem_size as i64,
         flags: MemFlagsData::new().with_notrap(),
+        staging: false,
         streaming: None,
         stream_rows,
         stage,
@@ -104,9 +105,11 @@ pub(crate) struct Emitter<'a> {
     b: FunctionBuilder<'a>,
     elem_size: i64,
     flags: MemFlagsData,
+    /// Whether the region being emitted stages its transposes ([`Region::staged`]).
+    staging: bool,
     /// The streaming routine while emitting a region that streams ([`Region::streamed`]).
     streaming: Option<FuncRef>,
-    /// The staging buffer of streamed transposes, sized for the largest block.
+    /// The staging buffer of staged transposes, sized for the largest block.
     stage: Option<StackSlot>,
     /// The runtime's streaming routine, when some region streams.
     stream_rows: Option<FuncRef>,
@@ -133,6 +136,7 @@ impl Emitter<'_> {
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
+        self.staging = region.staged;
         self.streaming = self.stream_rows.filter(|_| region.streamed);
         let s = self.advance(src, region.src_base);
         let d = self.advance(dst, region.dst_base);

@@ -20,12 +20,14 @@
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
+mod blocking;
 mod check;
 mod refine;
 mod schedule;
 
 use std::fmt;
 
+pub use blocking::Blocking;
 pub use refine::Loop;
 
 use crate::error::{Error, Result};
@@ -100,78 +102,6 @@ impl Kernel {
     }
 }
 
-/// How transposes are cut into blocks. The default suits most pairs; [`Blocking::CANDIDATES`]
-/// are the alternatives that `Options::tune` measures when the destination is large, because the
-/// best choice depends on the machine's caches and TLB more than a model can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Blocking {
-    /// Bytes of each destination run a transpose block writes (a strip along the
-    /// destination-contiguous loop); at least one cache line.
-    pub run_bytes: usize,
-    /// Bytes of one transpose block (strip × width along the source-contiguous loop).
-    pub block_bytes: usize,
-    /// Strips per macro block (the nearest divisor of the strip count is used).
-    pub macro_strips: usize,
-    /// Blocks per macro block along the source runs (the nearest divisor is used).
-    pub macro_blocks: usize,
-    /// Whether transposes of large destinations fill a staging buffer with each block and stream
-    /// it out (non-temporal stores, no read-for-ownership of the destination) rather than store
-    /// directly.
-    pub stream: bool,
-}
-
-impl Blocking {
-    /// The blockings worth measuring against each other: the default (64-byte runs, 4 KiB
-    /// blocks, 16 × 4 macro blocks, ordinary stores), longer destination runs, one wide block per
-    /// strip, no macro blocks, and staged blocks streamed out with 64- and 256-byte runs.
-    pub const CANDIDATES: [Blocking; 6] = [
-        Blocking::DEFAULT,
-        Blocking {
-            run_bytes: 256,
-            block_bytes: 16384,
-            macro_strips: 4,
-            ..Blocking::DEFAULT
-        },
-        Blocking {
-            run_bytes: 256,
-            block_bytes: 65536,
-            macro_strips: 4,
-            macro_blocks: 1,
-            ..Blocking::DEFAULT
-        },
-        Blocking {
-            macro_strips: 1,
-            macro_blocks: 1,
-            ..Blocking::DEFAULT
-        },
-        Blocking {
-            stream: true,
-            ..Blocking::DEFAULT
-        },
-        Blocking {
-            run_bytes: 256,
-            block_bytes: 16384,
-            macro_strips: 4,
-            stream: true,
-            ..Blocking::DEFAULT
-        },
-    ];
-
-    const DEFAULT: Blocking = Blocking {
-        run_bytes: 64,
-        block_bytes: 4096,
-        macro_strips: 16,
-        macro_blocks: 4,
-        stream: false,
-    };
-}
-
-impl Default for Blocking {
-    fn default() -> Blocking {
-        Blocking::DEFAULT
-    }
-}
-
 /// Dims iterated by one flat counter whose coordinates and offsets are computed with div/mod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Indexed {
@@ -203,9 +133,12 @@ pub struct Region {
     pub loops: Vec<Loop>,
     /// The innermost operation.
     pub kernel: Kernel,
+    /// Whether a transpose fills a staging buffer with its block (one row per destination run)
+    /// and then writes the runs out one after another, rather than storing each tile in place.
+    pub staged: bool,
     /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
     /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine;
-    /// a streamed transpose fills a staging buffer with its block, then streams the buffer out.
+    /// a streamed transpose is staged, and the runtime streams the staging buffer out.
     pub streamed: bool,
 }
 
@@ -284,6 +217,7 @@ impl Plan {
                 indexed: indexed.clone(),
                 loops,
                 kernel: Kernel::Element,
+                staged: false,
                 streamed: false,
             };
             regions.extend(schedule::schedule(region, elem_size, stream, blocking));
@@ -406,11 +340,12 @@ impl fmt::Display for Plan {
                 indent += 1;
             }
             let pad = "  ".repeat(indent);
-            if let (true, Kernel::Transpose { a, b, .. }) = (r.streamed, r.kernel) {
+            if let (true, Kernel::Transpose { a, b, .. }) = (r.staged, r.kernel) {
                 writeln!(
                     f,
-                    "{pad}staged in a {}-byte buffer, streamed out as {} runs of {} bytes:",
+                    "{pad}staged in a {}-byte buffer, {} out as {} runs of {} bytes:",
                     a.extent * b.extent * self.elem_size,
+                    if r.streamed { "streamed" } else { "copied" },
                     a.extent,
                     b.extent * self.elem_size
                 )?;

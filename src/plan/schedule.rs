@@ -12,7 +12,7 @@ const STREAM_COPY_MIN_BYTES: usize = 1024;
 /// as two regions: whole chunks, then the rest.
 /// With `stream` (a large destination), long copies write with streaming stores (see
 /// [`Region::streamed`]), and transposes too if `blocking` says so; transposes are cut up as
-/// `blocking` says.
+/// `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
 pub(super) fn schedule(
     region: Region,
     elem_size: usize,
@@ -35,6 +35,12 @@ pub(super) fn schedule(
         kernel,
         ..region
     };
+    let blocking = match kernel {
+        Kernel::Transpose { a, .. } => {
+            blocking.fitted(a.dst_stride.unsigned_abs() as usize * elem_size)
+        }
+        _ => blocking,
+    };
     let regions = match kernel {
         Kernel::Copy { len } if len * elem_size > 4 * COPY_CHUNK_BYTES => {
             let run = Loop {
@@ -53,14 +59,20 @@ pub(super) fn schedule(
     };
     regions
         .into_iter()
-        .map(|r| Region {
-            streamed: stream
+        .map(|r| {
+            let streamed = stream
                 && match r.kernel {
                     Kernel::Copy { len } => len * elem_size >= STREAM_COPY_MIN_BYTES,
                     Kernel::Transpose { .. } => blocking.stream,
                     _ => false,
-                },
-            ..r
+                };
+            let staged =
+                matches!(r.kernel, Kernel::Transpose { .. }) && (blocking.stage || streamed);
+            Region {
+                staged,
+                streamed,
+                ..r
+            }
         })
         .collect()
 }

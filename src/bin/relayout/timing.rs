@@ -43,7 +43,7 @@ pub fn interleaved_medians<const N: usize>(
 }
 
 /// The median (the mean of the middle two for an even count).
-fn median(mut xs: Vec<f64>) -> f64 {
+pub fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     let mid = xs.len() / 2;
     if xs.len().is_multiple_of(2) {
