@@ -145,6 +145,32 @@ fn copies_of_every_length_up_to_three_vectors() {
 }
 
 #[test]
+fn streamed_runs_and_staged_transposes() {
+    // Over 8 MiB of destination: 64-byte runs handed to the streaming routine by the row, and a
+    // transpose into rows 4 KiB apart, staged and copied out; on one and two threads.
+    let pairs = [
+        (
+            parse("tvm:[11,56,56,64] lambda n,h,w,c: [n, h, w, c]"),
+            parse("tvm:[11,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]"),
+        ),
+        (
+            Layout::row_major(&[1024, 2100]).unwrap(),
+            Layout::col_major(&[1024, 2100]).unwrap(),
+        ),
+    ];
+    for (src, dst) in &pairs {
+        for threads in [1, 2] {
+            let run = Run {
+                elem_size: 4,
+                pad: None,
+                threads,
+            };
+            check_guarded(src, dst, run).unwrap();
+        }
+    }
+}
+
+#[test]
 fn long_copies_split_between_threads() {
     let l = Layout::row_major(&[3, 20_011]).unwrap();
     for threads in [1, 2, 3, 4] {

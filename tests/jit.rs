@@ -240,6 +240,30 @@ fn large_destinations_are_streamed_and_correct() {
 }
 
 #[test]
+fn short_streamed_runs_are_handed_over_by_the_row() {
+    use relayout::plan::{Kernel, Plan};
+    // NHWC to NCHW16c (64-byte runs of 16 u32, one per channel block of a pixel) and XLA's
+    // (8,128) tiles (512-byte runs), both over 8 MiB: streamed copies whose innermost loop is
+    // handed to the streaming routine as rows.
+    let nhwc = "tvm:[11,56,56,64] lambda n,h,w,c: [n, h, w, c]";
+    let nchw16c = "tvm:[11,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]";
+    let rows = "xla:u32[1032,2304]{1,0}";
+    let tiles = "xla:u32[1032,2304]{1,0:T(8,128)}";
+    for (src, dst) in [(nhwc, nchw16c), (rows, tiles)] {
+        let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
+        let plan = Plan::new(&src, &dst, 4).unwrap();
+        assert!(
+            plan.regions()
+                .iter()
+                .any(|r| r.streamed && matches!(r.kernel, Kernel::Copy { len } if len < 1024)),
+            "{plan}"
+        );
+        check_pair_as::<u32>(&src, &dst, None);
+        check_pair_as::<u32>(&src, &dst, Some(7));
+    }
+}
+
+#[test]
 fn tuning_measures_the_candidates_then_keeps_one() {
     use relayout::{compile_relayout_with, reference, Options};
     // A 9 MB destination: large enough to tune, with several distinct blockings.

@@ -71,11 +71,15 @@ impl Emitter<'_> {
         self.looping(None, (lo, hi), s, d, strides, |e, _, s, d| body(e, s, d));
     }
 
-    /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`.
+    /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`. A streamed
+    /// copy takes its innermost loop along as the rows of one call of the streaming routine.
     pub(super) fn nest(&mut self, loops: &[Loop], kernel: Kernel, s: Value, d: Value) {
-        match loops.split_first() {
-            None => self.kernel(kernel, s, d),
-            Some((outer, inner)) => {
+        match (loops, kernel, self.streaming) {
+            ([], ..) => self.kernel(kernel, s, d),
+            ([rows], Kernel::Copy { len }, Some(routine)) => {
+                self.stream_copy(routine, *rows, len, s, d)
+            }
+            ([outer, inner @ ..], ..) => {
                 self.fixed_loop(*outer, s, d, |e, s, d| e.nest(inner, kernel, s, d))
             }
         }

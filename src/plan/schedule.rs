@@ -5,8 +5,9 @@ use super::{Blocking, Kernel, Loop, Region};
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
-/// Streamed copies hand runs of at least this many bytes to the streaming routine (one call each).
-const STREAM_COPY_MIN_BYTES: usize = 1024;
+/// Streamed copies hand runs of at least this many bytes, a cache line, to the streaming routine
+/// (one call each).
+const STREAM_COPY_MIN_BYTES: usize = 64;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
@@ -29,7 +30,11 @@ pub(super) fn schedule(
     );
     let lanes = 16 / elem_size;
     let kernel = pick_kernel(&mut loops, lanes);
-    order_outer(&mut loops, kernel);
+    let streamed_copy = |kernel: Kernel| match kernel {
+        Kernel::Copy { len } => stream && len * elem_size >= STREAM_COPY_MIN_BYTES,
+        _ => false,
+    };
+    order_outer(&mut loops, kernel, streamed_copy(kernel));
     let region = Region {
         loops,
         kernel,
@@ -60,12 +65,8 @@ pub(super) fn schedule(
     regions
         .into_iter()
         .map(|r| {
-            let streamed = stream
-                && match r.kernel {
-                    Kernel::Copy { len } => len * elem_size >= STREAM_COPY_MIN_BYTES,
-                    Kernel::Transpose { .. } => blocking.stream,
-                    _ => false,
-                };
+            let streamed = streamed_copy(r.kernel)
+                || (stream && matches!(r.kernel, Kernel::Transpose { .. }) && blocking.stream);
             let staged =
                 matches!(r.kernel, Kernel::Transpose { .. }) && (blocking.stage || streamed);
             Region {
@@ -236,17 +237,22 @@ fn remove_two(loops: &mut Vec<Loop>, i: usize, j: usize) {
 
 /// Orders the loops outside the kernel (all but an element kernel's innermost loop) from the
 /// largest strides outside to the smallest inside, so both sides walk memory forwards in long
-/// runs as far as possible.
-fn order_outer(loops: &mut [Loop], kernel: Kernel) {
+/// runs as far as possible. Around copies that stream (`by_source`) the order follows the source
+/// alone: it is read from start to end while the streaming stores fill whole destination lines
+/// in a few places at once, which on a 2-core AMD EPYC VM ran NHWC → NCHW16c at 28 GB/s against
+/// 15 for walking the destination in order (and 12 for either order with ordinary stores).
+fn order_outer(loops: &mut [Loop], kernel: Kernel, by_source: bool) {
     let sortable = match kernel {
         Kernel::Element => loops.len().saturating_sub(1),
         _ => loops.len(),
     };
     loops[..sortable].sort_by_key(|l| {
-        std::cmp::Reverse((
-            l.dst_stride.unsigned_abs().max(l.src_stride.unsigned_abs()),
-            l.dst_stride.unsigned_abs(),
-        ))
+        let (src, dst) = (l.src_stride.unsigned_abs(), l.dst_stride.unsigned_abs());
+        std::cmp::Reverse(if by_source {
+            (src, dst)
+        } else {
+            (dst.max(src), dst)
+        })
     });
 }
 
