@@ -146,9 +146,14 @@ fn copies_of_every_length_up_to_three_vectors() {
 
 #[test]
 fn streamed_runs_and_staged_transposes() {
-    // Over 8 MiB of destination: 64-byte runs handed to the streaming routine by the row, and a
-    // transpose into rows 4 KiB apart, staged and copied out; on one and two threads.
+    // Over 8 MiB of destination: 64-byte runs handed to the streaming routine by the row, zips
+    // staged and streamed out, and a transpose into rows 4 KiB apart, staged and copied out; on
+    // one and two threads.
     let pairs = [
+        (
+            parse("xla:f32[1024,2304]{1,0}"),
+            parse("xla:f32[1024,2304]{1,0:T(8,128)(2,1)}"),
+        ),
         (
             parse("tvm:[11,56,56,64] lambda n,h,w,c: [n, h, w, c]"),
             parse("tvm:[11,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]"),

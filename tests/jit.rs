@@ -240,7 +240,7 @@ fn large_destinations_are_streamed_and_correct() {
 }
 
 #[test]
-fn short_streamed_runs_are_handed_over_by_the_row() {
+fn large_destinations_stream_short_runs_and_zips() {
     use relayout::plan::{Kernel, Plan};
     // NHWC to NCHW16c (64-byte runs of 16 u32, one per channel block of a pixel) and XLA's
     // (8,128) tiles (512-byte runs), both over 8 MiB: streamed copies whose innermost loop is
@@ -261,6 +261,18 @@ fn short_streamed_runs_are_handed_over_by_the_row() {
         check_pair_as::<u32>(&src, &dst, None);
         check_pair_as::<u32>(&src, &dst, Some(7));
     }
+    // XLA's (8,128)(2,1) bf16 tiles over 8 MiB: 512-byte zips staged and streamed out.
+    let src = Layout::parse("xla:bf16[2048,2304]{1,0}").unwrap();
+    let dst = Layout::parse("xla:bf16[2048,2304]{1,0:T(8,128)(2,1)}").unwrap();
+    let plan = Plan::new(&src, &dst, 2).unwrap();
+    assert!(
+        plan.regions()
+            .iter()
+            .any(|r| r.staged && r.streamed && matches!(r.kernel, Kernel::Zip { .. })),
+        "{plan}"
+    );
+    check_pair_as::<u16>(&src, &dst, None);
+    check_pair_as::<u16>(&dst, &src, None);
 }
 
 #[test]

@@ -13,21 +13,23 @@ const MAX_UNROLLED_TILES: usize = 4;
 const STRAIGHT_COPY_BYTES: i64 = 256;
 /// Vectors moved per iteration of a long copy.
 const COPY_UNROLL: i64 = 4;
+/// The rows of a single run handed to the streaming routine.
+const ONE_ROW: Loop = Loop {
+    extent: 1,
+    src_stride: 0,
+    dst_stride: 0,
+};
 
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`.
     pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
         match (kernel, self.streaming) {
-            (Kernel::Copy { len }, Some(routine)) => {
-                let once = Loop {
-                    extent: 1,
-                    src_stride: 0,
-                    dst_stride: 0,
-                };
-                self.stream_copy(routine, once, len, s, d)
-            }
+            (Kernel::Copy { len }, Some(routine)) => self.stream_copy(routine, ONE_ROW, len, s, d),
             (Kernel::Transpose { a, b, lanes }, _) if self.staging => {
                 self.staged_transpose(a, b, lanes, s, d)
+            }
+            (Kernel::Zip { short, long, lanes }, Some(routine)) if self.staging => {
+                self.streamed_zip(routine, short, long, lanes, s, d)
             }
             _ => self.store_kernel(kernel, s, d),
         }
@@ -173,6 +175,26 @@ impl Emitter<'_> {
                 self.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
             }
         }
+    }
+
+    /// A zip into the staging buffer, then one call that streams the interleaved run (the zip's
+    /// whole destination, `short.extent × long.extent` contiguous elements) to `d`.
+    fn streamed_zip(
+        &mut self,
+        routine: FuncRef,
+        short: Loop,
+        long: Loop,
+        lanes: usize,
+        s: Value,
+        d: Value,
+    ) {
+        let Some(slot) = self.stage else {
+            // `build` sizes a stage for every staged zip; without one, store directly.
+            return self.zip(short, long, lanes, false, s, d);
+        };
+        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
+        self.zip(short, long, lanes, false, s, stage);
+        self.stream_copy(routine, ONE_ROW, short.extent * long.extent, stage, d);
     }
 
     /// Copies `rows.extent` runs of `len` elements, each `rows` strides after the last, with one

@@ -134,7 +134,8 @@ pub struct Region {
     /// The innermost operation.
     pub kernel: Kernel,
     /// Whether a transpose fills a staging buffer with its block (one row per destination run)
-    /// and then writes the runs out one after another, rather than storing each tile in place.
+    /// and then writes the runs out one after another, rather than storing each tile in place;
+    /// or a zip fills one with its interleaved run, to be streamed out.
     pub staged: bool,
     /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
     /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine;
@@ -340,14 +341,18 @@ impl fmt::Display for Plan {
                 indent += 1;
             }
             let pad = "  ".repeat(indent);
-            if let (true, Kernel::Transpose { a, b, .. }) = (r.staged, r.kernel) {
+            let runs = match r.kernel {
+                Kernel::Transpose { a, b, .. } => Some((a.extent, b.extent)),
+                Kernel::Zip { short, long, .. } => Some((1, short.extent * long.extent)),
+                _ => None,
+            };
+            if let (true, Some((runs, run))) = (r.staged, runs) {
                 writeln!(
                     f,
-                    "{pad}staged in a {}-byte buffer, {} out as {} runs of {} bytes:",
-                    a.extent * b.extent * self.elem_size,
+                    "{pad}staged in a {}-byte buffer, {} out as {runs} run(s) of {} bytes:",
+                    runs * run * self.elem_size,
                     if r.streamed { "streamed" } else { "copied" },
-                    a.extent,
-                    b.extent * self.elem_size
+                    run * self.elem_size
                 )?;
             }
             match r.kernel {
