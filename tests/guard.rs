@@ -173,6 +173,18 @@ fn streamed_runs_and_staged_transposes() {
             check_guarded(src, dst, run).unwrap();
         }
     }
+    // Two strips zipped into one run of the whole tensor: cut into staged runs, the last with a
+    // tail; at the element sizes whose destinations stream.
+    let strips = Layout::row_major(&[2, (1 << 21) + 3]).unwrap();
+    let zipped = Layout::col_major(&[2, (1 << 21) + 3]).unwrap();
+    for elem_size in [2, 4, 8] {
+        let run = Run {
+            elem_size,
+            pad: None,
+            threads: 2,
+        };
+        check_guarded(&strips, &zipped, run).unwrap();
+    }
 }
 
 #[test]

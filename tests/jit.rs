@@ -155,6 +155,18 @@ fn a_cached_kernel_is_reused() {
 }
 
 #[test]
+fn compiling_without_the_cache_leaves_it_alone() {
+    use relayout::{compile_relayout_with, Options};
+    let src = Layout::row_major(&[9, 13]).unwrap();
+    let dst = Layout::col_major(&[9, 13]).unwrap();
+    let fresh = compile_relayout_with(&src, &dst, Options::new().cache(false)).unwrap();
+    assert!(!fresh.was_cached());
+    assert!(!compile_relayout(&src, &dst).unwrap().was_cached());
+    assert!(compile_relayout(&src, &dst).unwrap().was_cached());
+    check_pair(&src, &dst);
+}
+
+#[test]
 fn broadcast_gaps_stay_on_the_fast_path() {
     // (4,(2,2)):(1,(0,3)) as a source: dim 1's low digit is a stride-0 gap.
     let src = Layout::new(
@@ -273,6 +285,46 @@ fn large_destinations_stream_short_runs_and_zips() {
     );
     check_pair_as::<u16>(&src, &dst, None);
     check_pair_as::<u16>(&dst, &src, None);
+    // Two strips of 2_100_001 u16 zipped (one zip as long as the tensor): cut into runs that a
+    // staging buffer holds, the last with an element-wise tail written into the stage.
+    let src = Layout::row_major(&[2, 2_100_001]).unwrap();
+    let dst = Layout::col_major(&[2, 2_100_001]).unwrap();
+    let plan = Plan::new(&src, &dst, 2).unwrap();
+    assert!(plan.regions().iter().any(|r| r.staged), "{plan}");
+    for r in plan.regions().iter().filter(|r| r.staged) {
+        let (x, y) = r.kernel.tile_loops().unwrap();
+        assert!(
+            x.extent * y.extent * 2 <= relayout::plan::MAX_STAGE_BYTES,
+            "{plan}"
+        );
+    }
+    check_pair_as::<u16>(&src, &dst, None);
+}
+
+#[test]
+fn staging_is_bounded_whatever_the_blocking() {
+    use relayout::plan::{Blocking, Plan, MAX_STAGE_BYTES};
+    // A caller's blocking of 1 MiB staged blocks: too large for a stack slot, so stored in place.
+    let huge = Blocking {
+        run_bytes: 4096,
+        block_bytes: 1 << 20,
+        macro_strips: 1,
+        macro_blocks: 1,
+        stage: true,
+        stream: true,
+    };
+    let src = Layout::row_major(&[1024, 2048]).unwrap();
+    let dst = Layout::col_major(&[1024, 2048]).unwrap();
+    let plan = Plan::with_blocking(&src, &dst, 4, huge).unwrap();
+    for r in plan.regions() {
+        if let Some((x, y)) = r.kernel.tile_loops() {
+            assert!(
+                !r.staged || x.extent * y.extent * 4 <= MAX_STAGE_BYTES,
+                "{plan}"
+            );
+        }
+    }
+    check_pair_as::<u32>(&src, &dst, None);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The innermost operations: one element, a contiguous copy, and the shuffle-network tiles
 //! (transpose, zip, unzip).
 
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Type, Value};
+use cranelift_codegen::ir::{types, FuncRef, InstBuilder, StackSlot, Type, Value};
 
 use super::network::{Network, Tile, VECTOR_BYTES};
 use super::Emitter;
@@ -23,13 +23,15 @@ const ONE_ROW: Loop = Loop {
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`.
     pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
-        match (kernel, self.streaming) {
-            (Kernel::Copy { len }, Some(routine)) => self.stream_copy(routine, ONE_ROW, len, s, d),
-            (Kernel::Transpose { a, b, lanes }, _) if self.staging => {
-                self.staged_transpose(a, b, lanes, s, d)
+        match (kernel, self.streaming, self.staging) {
+            (Kernel::Copy { len }, Some(routine), _) => {
+                self.stream_copy(routine, ONE_ROW, len, s, d)
             }
-            (Kernel::Zip { short, long, lanes }, Some(routine)) if self.staging => {
-                self.streamed_zip(routine, short, long, lanes, s, d)
+            (Kernel::Transpose { a, b, lanes }, _, Some(slot)) => {
+                self.staged_transpose(slot, a, b, lanes, s, d)
+            }
+            (Kernel::Zip { short, long, lanes }, Some(routine), Some(slot)) => {
+                self.streamed_zip((routine, slot), short, long, lanes, s, d)
             }
             _ => self.store_kernel(kernel, s, d),
         }
@@ -135,14 +137,19 @@ impl Emitter<'_> {
         }
     }
 
-    /// A transpose into the staging buffer, whose rows (one per step of `a`) are `b.extent`
-    /// elements long, then the rows out to their places in the destination, one after another:
-    /// by one call of the streaming routine when the region streams, else by vector copies.
-    fn staged_transpose(&mut self, a: Loop, b: Loop, lanes: usize, s: Value, d: Value) {
-        let Some(slot) = self.stage else {
-            // `build` sizes a stage for every staged transpose; without one, store directly.
-            return self.transpose(a, b, lanes, s, d);
-        };
+    /// A transpose into the staging buffer `slot`, whose rows (one per step of `a`) are
+    /// `b.extent` elements long, then the rows out to their places in the destination, one after
+    /// another: by one call of the streaming routine when the region streams, else by vector
+    /// copies.
+    fn staged_transpose(
+        &mut self,
+        slot: StackSlot,
+        a: Loop,
+        b: Loop,
+        lanes: usize,
+        s: Value,
+        d: Value,
+    ) {
         let stage = self.b.ins().stack_addr(types::I64, slot, 0);
         let row = b.extent as i64;
         self.transpose(
@@ -155,43 +162,32 @@ impl Emitter<'_> {
             s,
             stage,
         );
-        let row_bytes = row * self.elem_size;
+        let rows = Loop {
+            extent: a.extent,
+            src_stride: row,
+            dst_stride: a.dst_stride,
+        };
         match self.streaming {
-            Some(routine) => {
-                let shape = [
-                    a.extent as i64,
-                    row_bytes,
-                    row_bytes,
-                    a.dst_stride * self.elem_size,
-                ];
-                self.call_stream_rows(routine, stage, d, shape);
-            }
+            Some(routine) => self.stream_copy(routine, rows, b.extent, stage, d),
             None => {
-                let rows = Loop {
-                    extent: a.extent,
-                    src_stride: row,
-                    dst_stride: a.dst_stride,
-                };
+                let row_bytes = row * self.elem_size;
                 self.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
             }
         }
     }
 
-    /// A zip into the staging buffer, then one call that streams the interleaved run (the zip's
-    /// whole destination, `short.extent × long.extent` contiguous elements) to `d`.
+    /// A zip into the staging buffer `slot`, then one call of the streaming `routine` that writes
+    /// the interleaved run (the zip's whole destination, `short.extent × long.extent` contiguous
+    /// elements) to `d`.
     fn streamed_zip(
         &mut self,
-        routine: FuncRef,
+        (routine, slot): (FuncRef, StackSlot),
         short: Loop,
         long: Loop,
         lanes: usize,
         s: Value,
         d: Value,
     ) {
-        let Some(slot) = self.stage else {
-            // `build` sizes a stage for every staged zip; without one, store directly.
-            return self.zip(short, long, lanes, false, s, d);
-        };
         let stage = self.b.ins().stack_addr(types::I64, slot, 0);
         self.zip(short, long, lanes, false, s, stage);
         self.stream_copy(routine, ONE_ROW, short.extent * long.extent, stage, d);

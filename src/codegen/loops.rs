@@ -72,7 +72,8 @@ impl Emitter<'_> {
     }
 
     /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`. A streamed
-    /// copy takes its innermost loop along as the rows of one call of the streaming routine.
+    /// copy takes its innermost loop along as the rows of one call of the streaming routine (a
+    /// region whose only loop is the outer work loop, which threads split, calls it per run).
     pub(super) fn nest(&mut self, loops: &[Loop], kernel: Kernel, s: Value, d: Value) {
         match (loops, kernel, self.streaming) {
             ([], ..) => self.kernel(kernel, s, d),

@@ -18,7 +18,7 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
-use crate::plan::{Plan, Region};
+use crate::plan::{Plan, Region, MAX_STAGE_BYTES};
 
 /// The signature of every generated relayout function.
 pub(crate) fn signature(call_conv: CallConv) -> Signature {
@@ -65,6 +65,10 @@ pub(crate) fn build(
         .map(|(a, b)| a.extent * b.extent * elem_size)
         .max();
     let stage = stage_bytes.map(|bytes| {
+        debug_assert!(
+            bytes <= MAX_STAGE_BYTES,
+            "the planner stages only small blocks"
+        );
         let data = StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, 6);
         b.create_sized_stack_slot(data)
     });
@@ -82,7 +86,7 @@ pub(crate) fn build(
         b,
         elem_size: elem_size as i64,
         flags: MemFlagsData::new().with_notrap(),
-        staging: false,
+        staging: None,
         streaming: None,
         stream_rows,
         stage,
@@ -105,11 +109,12 @@ pub(crate) struct Emitter<'a> {
     b: FunctionBuilder<'a>,
     elem_size: i64,
     flags: MemFlagsData,
-    /// Whether the region being emitted stages its transposes ([`Region::staged`]).
-    staging: bool,
+    /// The staging buffer while emitting a region that stages its blocks ([`Region::staged`]).
+    staging: Option<StackSlot>,
     /// The streaming routine while emitting a region that streams ([`Region::streamed`]).
     streaming: Option<FuncRef>,
-    /// The staging buffer of staged transposes, sized for the largest block.
+    /// The staging buffer of the staged transposes and zips, sized for the largest block (at
+    /// most [`MAX_STAGE_BYTES`] bytes).
     stage: Option<StackSlot>,
     /// The runtime's streaming routine, when some region streams.
     stream_rows: Option<FuncRef>,
@@ -136,7 +141,7 @@ impl Emitter<'_> {
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
-        self.staging = region.staged;
+        self.staging = self.stage.filter(|_| region.staged);
         self.streaming = self.stream_rows.filter(|_| region.streamed);
         let s = self.advance(src, region.src_base);
         let d = self.advance(dst, region.dst_base);

@@ -42,7 +42,9 @@ const L1_SETS: usize = 64;
 const LINE_BYTES: usize = 64;
 
 impl Blocking {
-    /// The blockings worth measuring against each other: the default, 256-byte runs in 4 KiB and
+    /// The blockings worth measuring against each other: the default (fitted, so for rows that
+    /// start in one or two L1 sets the plan it gives, and that `Relayout::blocking` reports as the
+    /// default, is [`Blocking::fitted`]'s), 256-byte runs in 4 KiB and
     /// 16 KiB blocks, no macro blocks, and staged blocks streamed out with runs of 256 bytes (64
     /// rows a block), 512 and 1024 bytes (16 rows a block).
     pub const CANDIDATES: [Blocking; 7] = [

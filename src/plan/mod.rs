@@ -38,6 +38,10 @@ use crate::reference::check_pair;
 /// cache: worth it once the destination cannot stay in the cache anyway.
 pub const STREAM_MIN_BYTES: usize = 8 << 20;
 
+/// The most bytes a staging buffer holds (see [`Region::staged`]): it is a stack slot of the
+/// generated function, and blocks larger than this are stored in place instead.
+pub const MAX_STAGE_BYTES: usize = 64 << 10;
+
 /// Regions beyond this count (from many padded dims at once) send the padded dims to the indexed
 /// path instead.
 const MAX_REGIONS: usize = 64;
@@ -138,8 +142,9 @@ pub struct Region {
     /// or a zip fills one with its interleaved run, to be streamed out.
     pub staged: bool,
     /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
-    /// bypass the cache: a streamed copy hands its source run to the runtime's streaming routine;
-    /// a streamed transpose is staged, and the runtime streams the staging buffer out.
+    /// bypass the cache: a streamed copy hands its source runs to the runtime's streaming routine
+    /// (those of its innermost loop as the rows of one call); a streamed transpose or zip is
+    /// staged, and the runtime streams the staging buffer out.
     pub streamed: bool,
 }
 

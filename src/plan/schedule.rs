@@ -1,13 +1,15 @@
 //! Steps 2–4 of planning for one region: coalesce its loops, pick the innermost kernel, order
 //! the outer loops, and split long copies so that threads can share them.
 
-use super::{Blocking, Kernel, Loop, Region};
+use super::{Blocking, Kernel, Loop, Region, MAX_STAGE_BYTES};
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
-/// Streamed copies hand runs of at least this many bytes, a cache line, to the streaming routine
-/// (one call each).
+/// Copies of at least this many bytes, a cache line, stream (the runs of a copy's innermost loop
+/// go to the streaming routine as the rows of one call).
 const STREAM_COPY_MIN_BYTES: usize = 64;
+/// Zips that stream are cut into interleaved runs of at most about this many bytes.
+const ZIP_CHUNK_BYTES: usize = 4096;
 /// Zips whose interleaved run has at least this many bytes stream it out from a staging buffer,
 /// one call per run: on a 2-core AMD EPYC VM that took XLA's `T(8,128)(2,1)` bf16 tiles (512-byte
 /// runs) from 0.43 to 0.52 of memcpy, while odd/even strips (64-byte runs) fell from 1.0 to 0.78.
@@ -65,25 +67,41 @@ pub(super) fn schedule(
         Kernel::Transpose { a, b, lanes } => {
             block_transpose(region, a, b, lanes, elem_size, blocking)
         }
+        Kernel::Zip { short, long, lanes }
+            if stream && short.extent * long.extent * elem_size > ZIP_CHUNK_BYTES =>
+        {
+            let steps = (ZIP_CHUNK_BYTES / (short.extent * elem_size) / lanes).max(1) * lanes;
+            split_tile_loop(region, long, steps, |extent| Kernel::Zip {
+                short,
+                long: Loop { extent, ..long },
+                lanes,
+            })
+        }
         _ => vec![region],
     };
     regions
         .into_iter()
         .map(|r| {
-            let streamed = stream
-                && match r.kernel {
-                    Kernel::Copy { .. } => streamed_copy(r.kernel),
-                    Kernel::Transpose { .. } => blocking.stream,
-                    Kernel::Zip { short, long, .. } => {
-                        short.extent * long.extent * elem_size >= STREAM_ZIP_MIN_BYTES
-                    }
-                    Kernel::Unzip { .. } | Kernel::Element => false,
-                };
-            let staged = match r.kernel {
-                Kernel::Transpose { .. } => blocking.stage || streamed,
-                Kernel::Zip { .. } => streamed,
-                _ => false,
+            // A staging buffer is a stack slot of the generated function, so only blocks that
+            // fit one are staged; streamed transposes and zips go through it.
+            let fits = r
+                .kernel
+                .tile_loops()
+                .is_some_and(|(x, y)| x.extent * y.extent * elem_size <= MAX_STAGE_BYTES);
+            let streamed = match r.kernel {
+                Kernel::Copy { .. } => streamed_copy(r.kernel),
+                Kernel::Transpose { .. } => stream && fits && blocking.stream,
+                Kernel::Zip { short, long, .. } => {
+                    stream && fits && short.extent * long.extent * elem_size >= STREAM_ZIP_MIN_BYTES
+                }
+                Kernel::Unzip { .. } | Kernel::Element => false,
             };
+            let staged = fits
+                && match r.kernel {
+                    Kernel::Transpose { .. } => blocking.stage || streamed,
+                    Kernel::Zip { .. } => streamed,
+                    _ => false,
+                };
             Region {
                 staged,
                 streamed,
