@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{Bencher, Criterion, SamplingMode, Throughput};
 use ndarray::{ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, Dimension, IxDyn};
-use relayout::suite::{self, Case, Permutation, Size};
+use relayout::suite::{self, Case, PageAligned, Permutation, Size};
 use relayout::{compile_relayout_with, reference, Element, Layout, Options, Relayout};
 
 fn main() {
@@ -44,8 +44,8 @@ struct State<T> {
     src_layout: Layout,
     dst_layout: Layout,
     kernel: Relayout,
-    src: Vec<T>,
-    dst: Vec<T>,
+    src: PageAligned<T>,
+    dst: PageAligned<T>,
     /// The reference result.
     want: Vec<T>,
 }
@@ -64,10 +64,12 @@ impl<T: Element + PartialEq> State<T> {
         let options = Options::new().dtype(case.dtype).tune(true);
         let kernel = compile_relayout_with(&src_layout, &dst_layout, options)
             .expect("the suite's cases compile");
-        let src: Vec<T> = (0..n as u64).map(T::from_bits).collect();
+        // Page-aligned, as in `relayout bench`, so no contender depends on where the allocator
+        // put the buffers.
+        let src = PageAligned::from_fn(n, |i| T::from_bits(i as u64));
         let mut want = vec![T::from_bits(0); n];
         reference::relayout(&src_layout, &src, &dst_layout, &mut want, None).expect("reference");
-        let mut dst = vec![T::from_bits(u64::MAX); n];
+        let mut dst = PageAligned::filled(n, T::from_bits(u64::MAX));
         while kernel.blocking().is_none() {
             kernel.run(&src, &mut dst).expect("the suite's buffers fit");
         }
@@ -86,7 +88,7 @@ impl<T: Element + PartialEq> State<T> {
         self.dst.fill(T::from_bits(u64::MAX));
         contender(self);
         assert!(
-            self.dst == self.want,
+            *self.dst == *self.want,
             "{}: {name} disagrees with the reference",
             case.name
         );

@@ -106,7 +106,7 @@ fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let codegen_err = |e: &dyn std::fmt::Display| Error::Codegen(e.to_string());
     let isa = host_isa()?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-    builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows as *const u8);
+    builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
     let mut module = JITModule::new(builder);
     let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
     let stream_rows = module

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
-use relayout::suite::{self, Size};
+use relayout::suite::{self, PageAligned, Size};
 use relayout::{
     compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options,
 };
@@ -281,10 +281,11 @@ fn measure_as<T: Element>(
     let kernel = compile_relayout_with(&job.src, &job.dst, options)?;
     let elements = job.src.size();
     // Every page is written before timing, so no contender pays for first touches; a source of
-    // distinct values keeps reads off the shared zero page.
-    let fill = |len: usize| (0..len as u64).map(T::from_bits).collect::<Vec<T>>();
+    // distinct values keeps reads off the shared zero page. Every buffer starts a page, so no
+    // contender gains or loses by where the allocator put it.
+    let fill = |len: usize| PageAligned::from_fn(len, |i| T::from_bits(i as u64));
     let src = fill(job.src.cosize());
-    let mut dst = vec![T::from_bits(u64::MAX); job.dst.cosize()];
+    let mut dst = PageAligned::filled(job.dst.cosize(), T::from_bits(u64::MAX));
     // memcpy copies the tensor's bytes; a broadcast source has fewer slots, so it reads its own.
     let spare;
     let copy_from = if src.len() >= elements {

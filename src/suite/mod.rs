@@ -25,7 +25,12 @@
 //! ```
 //!
 //! Every case also says which axis permutation it is ([`Case::permutation`]), which is how the
-//! benches run other libraries (`ndarray`, the `transpose` crate) on the same data.
+//! benches run other libraries (`ndarray`, the `transpose` crate) on the same data, and both
+//! benchmarks hold their data in [`PageAligned`] buffers.
+
+mod buffer;
+
+pub use buffer::PageAligned;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
