@@ -153,7 +153,8 @@ impl Options {
         }
     }
 
-    /// Tune the blocking of large transposes by measurement: compile each distinct candidate
+    /// Tune large relayouts by measurement (the blocking of transposes, and whether copies and
+    /// zips stream): compile each distinct candidate
     /// ([`Blocking::CANDIDATES`]), time each on the first runs (three each; every candidate is a
     /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
     /// remembered for the process. Pairs with small destinations (under

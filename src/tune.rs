@@ -1,7 +1,8 @@
 //! Choosing among candidate blockings by measuring them on the caller's first runs.
 //!
-//! How a large transpose is best cut into blocks depends on the machine's caches and TLB more
-//! than any model here can tell, so with `Options::tune` a relayout compiles each distinct
+//! How a large transpose is best cut into blocks, and whether a large copy is better written with
+//! streaming stores, depend on the machine's caches, TLB and memory more than any model here can
+//! tell, so with `Options::tune` a relayout compiles each distinct
 //! [`Blocking::CANDIDATES`] plan, times each on the first runs (every candidate is a correct
 //! kernel, so those runs do the real work), and from then on uses the fastest. The choice is
 //! remembered for the process, so compiling the same relayout again goes straight to it.

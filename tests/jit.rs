@@ -312,6 +312,7 @@ fn staging_is_bounded_whatever_the_blocking() {
         macro_blocks: 1,
         stage: true,
         stream: true,
+        stream_copies: true,
     };
     let src = Layout::row_major(&[1024, 2048]).unwrap();
     let dst = Layout::col_major(&[1024, 2048]).unwrap();
@@ -327,18 +328,17 @@ fn staging_is_bounded_whatever_the_blocking() {
     check_pair_as::<u32>(&src, &dst, None);
 }
 
-#[test]
-fn tuning_measures_the_candidates_then_keeps_one() {
+/// Runs a tuned relayout of 4-byte elements until it has chosen, checking every run (each
+/// trial of a candidate) against the reference, and that the choice is kept and remembered;
+/// returns how many runs the tuning took.
+fn tune_to_the_end(src: &Layout, dst: &Layout) -> usize {
     use relayout::{compile_relayout_with, reference, Options};
-    // A 9 MB destination: large enough to tune, with several distinct blockings.
-    let src = Layout::row_major(&[1100, 2048]).unwrap();
-    let dst = Layout::col_major(&[1100, 2048]).unwrap();
     let options = Options::new().elem_size(4).tune(true);
-    let r = compile_relayout_with(&src, &dst, options).unwrap();
+    let r = compile_relayout_with(src, dst, options).unwrap();
     assert_eq!(r.blocking(), None, "tuning starts by measuring");
     let a: Vec<u32> = common::pattern(src.cosize());
     let mut want = vec![0u32; dst.cosize()];
-    reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+    reference::relayout(src, &a, dst, &mut want, None).unwrap();
     let mut runs = 0;
     while r.blocking().is_none() {
         let mut got = vec![0u32; dst.cosize()];
@@ -350,12 +350,39 @@ fn tuning_measures_the_candidates_then_keeps_one() {
         runs += 1;
         assert!(runs <= 3 * relayout::plan::Blocking::CANDIDATES.len());
     }
-    assert!(runs >= 6, "at least two candidates, three trials each");
     let chosen = r.blocking().unwrap();
     let mut got = vec![0u32; dst.cosize()];
     r.run(&a, &mut got).unwrap();
     assert!(got == want);
     // Compiling again remembers the choice.
-    let again = compile_relayout_with(&src, &dst, options).unwrap();
+    let again = compile_relayout_with(src, dst, options).unwrap();
     assert_eq!(again.blocking(), Some(chosen));
+    runs
+}
+
+#[test]
+fn tuning_measures_the_candidates_then_keeps_one() {
+    // A 9 MB destination: large enough to tune, with several distinct blockings.
+    let src = Layout::row_major(&[1100, 2048]).unwrap();
+    let dst = Layout::col_major(&[1100, 2048]).unwrap();
+    let runs = tune_to_the_end(&src, &dst);
+    assert!(runs >= 6, "at least two candidates, three trials each");
+}
+
+#[test]
+fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
+    use relayout::plan::{Blocking, Plan};
+    // NHWC -> NCHW16c of 9.6 MB: 64-byte copies into four places at once.
+    let src = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, h, w, c]").unwrap();
+    let dst = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]").unwrap();
+    let streamed = Plan::with_blocking(&src, &dst, 4, Blocking::default()).unwrap();
+    assert!(streamed.regions().iter().all(|r| r.streamed), "{streamed}");
+    let ordinary = Blocking {
+        stream_copies: false,
+        ..Blocking::default()
+    };
+    let ordinary = Plan::with_blocking(&src, &dst, 4, ordinary).unwrap();
+    assert!(ordinary.regions().iter().all(|r| !r.streamed), "{ordinary}");
+    // Those are the only two plans the candidates give: three trials each.
+    assert_eq!(tune_to_the_end(&src, &dst), 6);
 }

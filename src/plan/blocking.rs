@@ -1,7 +1,8 @@
-//! How transposes are cut into blocks: the default, fitted to the L1 cache's sets, and the
-//! candidates that tuning measures against each other.
+//! How transposes are cut into blocks and which kernels stream: the default, fitted to the L1
+//! cache's sets, and the candidates that tuning measures against each other.
 
-/// How transposes are cut into blocks.
+/// How transposes are cut into blocks, and which kernels write large destinations with
+/// streaming stores.
 ///
 /// The default is fitted to the destination's row stride ([`Blocking::fitted`]);
 /// [`Blocking::CANDIDATES`] are the alternatives that `Options::tune` measures when the
@@ -34,6 +35,14 @@ pub struct Blocking {
     /// [`STREAM_MIN_BYTES`](super::STREAM_MIN_BYTES)) are staged and the staging buffer written
     /// out with streaming stores (non-temporal stores: no read-for-ownership of the destination).
     pub stream: bool,
+    /// Whether copies of a cache line or more and zips of long runs into large destinations
+    /// write with streaming stores (copies reading the source in order, zips through a staging
+    /// buffer), rather than ordinary ones. Which is faster depends on the machine: on a 2-core
+    /// AMD EPYC (Zen 3) VM, NHWC → NCHW16c (64-byte runs into four places at once) ran at 0.51–0.59
+    /// of memcpy streamed and 0.81–0.85 with ordinary stores, while XLA's `T(8,128)` tiles ran at
+    /// 1.25–1.30 streamed and 0.97–0.99 without; on a Zen 5 VM NHWC → NCHW16c was the other way
+    /// round.
+    pub stream_copies: bool,
 }
 
 /// The L1 data cache that [`Blocking::fitted`] assumes: sets of 64-byte lines, 4 KiB per way,
@@ -44,11 +53,15 @@ const LINE_BYTES: usize = 64;
 impl Blocking {
     /// The blockings worth measuring against each other: the default (fitted, so for rows that
     /// start in one or two L1 sets the plan it gives, and that `Relayout::blocking` reports as the
-    /// default, is [`Blocking::fitted`]'s), 256-byte runs in 4 KiB and
-    /// 16 KiB blocks, no macro blocks, and staged blocks streamed out with runs of 256 bytes (64
-    /// rows a block), 512 and 1024 bytes (16 rows a block).
-    pub const CANDIDATES: [Blocking; 7] = [
+    /// default, is [`Blocking::fitted`]'s), the default with ordinary stores for copies and zips,
+    /// 256-byte runs in 4 KiB and 16 KiB blocks, no macro blocks, and staged blocks streamed out
+    /// with runs of 256 bytes (64 rows a block), 512 and 1024 bytes (16 rows a block).
+    pub const CANDIDATES: [Blocking; 8] = [
         Blocking::DEFAULT,
+        Blocking {
+            stream_copies: false,
+            ..Blocking::DEFAULT
+        },
         Blocking::LONG_RUNS,
         Blocking {
             run_bytes: 256,
@@ -95,6 +108,7 @@ impl Blocking {
         macro_blocks: 4,
         stage: false,
         stream: false,
+        stream_copies: true,
     };
 
     /// 256-byte destination runs in 4 KiB blocks: a block writes fewer destination rows, four
@@ -112,6 +126,7 @@ impl Blocking {
         macro_blocks: 1,
         stage: true,
         stream: false,
+        stream_copies: true,
     };
 
     /// This blocking for transposes whose destination rows (one per step along the
@@ -122,14 +137,24 @@ impl Blocking {
     /// block writes fewer rows with longer runs, and where they all start in one set (a multiple
     /// of 4 KiB apart) a block is staged and its runs copied out one after another. On a 2-core
     /// AMD EPYC VM this took 512² f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
+    /// Whether copies stream ([`Blocking::stream_copies`]) is kept as it is either way.
     pub fn fitted(self, row_bytes: usize) -> Blocking {
-        if self != Blocking::DEFAULT {
+        let stream_copies = self.stream_copies;
+        if (Blocking {
+            stream_copies: true,
+            ..self
+        }) != Blocking::DEFAULT
+        {
             return self;
         }
-        match start_sets(row_bytes) {
+        let fitted = match start_sets(row_bytes) {
             1 => Blocking::STAGED_RUNS,
             2 => Blocking::LONG_RUNS,
-            _ => self,
+            _ => Blocking::DEFAULT,
+        };
+        Blocking {
+            stream_copies,
+            ..fitted
         }
     }
 }
@@ -183,8 +208,26 @@ mod tests {
         assert_eq!(default.fitted(3072), default);
         assert_eq!(default.fitted(2048), Blocking::LONG_RUNS);
         assert_eq!(default.fitted(8192), Blocking::STAGED_RUNS);
-        for c in &Blocking::CANDIDATES[1..] {
+        for c in &Blocking::CANDIDATES[2..] {
             assert_eq!(c.fitted(4096), *c);
         }
+    }
+
+    #[test]
+    fn fitting_keeps_ordinary_stores_for_copies() {
+        let ordinary = Blocking {
+            stream_copies: false,
+            ..Blocking::default()
+        };
+        assert_eq!(ordinary.fitted(3072), ordinary);
+        let staged = ordinary.fitted(8192);
+        assert!(staged.stage && !staged.stream_copies);
+        assert_eq!(
+            Blocking {
+                stream_copies: true,
+                ..staged
+            },
+            Blocking::STAGED_RUNS
+        );
     }
 }

@@ -18,8 +18,8 @@ const STREAM_ZIP_MIN_BYTES: usize = 512;
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
 /// With `stream` (a large destination), copies of a cache line or more and zips write with
-/// streaming stores (see [`Region::streamed`]), and transposes too if `blocking` says so (zips
-/// and transposes through a staging buffer); transposes are cut up as
+/// streaming stores (see [`Region::streamed`]) unless `blocking` says otherwise, and transposes
+/// too if it says so (zips and transposes through a staging buffer); transposes are cut up as
 /// `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
 pub(super) fn schedule(
     region: Region,
@@ -38,7 +38,9 @@ pub(super) fn schedule(
     let lanes = 16 / elem_size;
     let kernel = pick_kernel(&mut loops, lanes);
     let streamed_copy = |kernel: Kernel| match kernel {
-        Kernel::Copy { len } => stream && len * elem_size >= STREAM_COPY_MIN_BYTES,
+        Kernel::Copy { len } => {
+            stream && blocking.stream_copies && len * elem_size >= STREAM_COPY_MIN_BYTES
+        }
         _ => false,
     };
     order_outer(&mut loops, kernel, streamed_copy(kernel));
@@ -68,7 +70,9 @@ pub(super) fn schedule(
             block_transpose(region, a, b, lanes, elem_size, blocking)
         }
         Kernel::Zip { short, long, lanes }
-            if stream && short.extent * long.extent * elem_size > ZIP_CHUNK_BYTES =>
+            if stream
+                && blocking.stream_copies
+                && short.extent * long.extent * elem_size > ZIP_CHUNK_BYTES =>
         {
             let steps = (ZIP_CHUNK_BYTES / (short.extent * elem_size) / lanes).max(1) * lanes;
             split_tile_loop(region, long, steps, |extent| Kernel::Zip {
@@ -92,7 +96,10 @@ pub(super) fn schedule(
                 Kernel::Copy { .. } => streamed_copy(r.kernel),
                 Kernel::Transpose { .. } => stream && fits && blocking.stream,
                 Kernel::Zip { short, long, .. } => {
-                    stream && fits && short.extent * long.extent * elem_size >= STREAM_ZIP_MIN_BYTES
+                    stream
+                        && blocking.stream_copies
+                        && fits
+                        && short.extent * long.extent * elem_size >= STREAM_ZIP_MIN_BYTES
                 }
                 Kernel::Unzip { .. } | Kernel::Element => false,
             };
