@@ -30,10 +30,13 @@ pub struct PageAligned<T> {
 
 impl<T: Copy> PageAligned<T> {
     /// A buffer whose element `i` is `f(i)`.
+    ///
+    /// # Panics
+    /// As `Vec::with_capacity` does, when `len` elements and a page more cannot be allocated.
     pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> PageAligned<T> {
         let size = std::mem::size_of::<T>().max(1);
         let slack = PAGE_BYTES.div_ceil(size);
-        let mut storage: Vec<T> = Vec::with_capacity(len + slack);
+        let mut storage: Vec<T> = Vec::with_capacity(len.saturating_add(slack));
         let start = storage
             .as_ptr()
             .align_offset(PAGE_BYTES)
