@@ -63,6 +63,7 @@ pub struct Options {
     min_bytes_per_thread: usize,
     tune: bool,
     cache: bool,
+    blocking: Option<Blocking>,
 }
 
 impl Default for Options {
@@ -74,6 +75,7 @@ impl Default for Options {
             min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
             tune: false,
             cache: true,
+            blocking: None,
         }
     }
 }
@@ -155,11 +157,12 @@ impl Options {
 
     /// Tune large relayouts by measurement (the blocking of transposes, and whether copies and
     /// zips stream): compile each distinct candidate
-    /// ([`Blocking::CANDIDATES`]), time each on the first runs (three each; every candidate is a
-    /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
+    /// ([`Blocking::CANDIDATES`]), run each on the first runs (four in a row each, the last three
+    /// timed; every candidate is a correct kernel, so those runs do the real work), then keep the
+    /// fastest. The choice is
     /// remembered for the process. Pairs with small destinations (under
     /// [`plan::STREAM_MIN_BYTES`](crate::plan::STREAM_MIN_BYTES)) or a single distinct candidate
-    /// are not tuned.
+    /// are not tuned, nor are relayouts whose blocking [`Options::blocking`] pins.
     pub fn tune(self, on: bool) -> Options {
         Options { tune: on, ..self }
     }
@@ -180,6 +183,32 @@ impl Options {
     /// ```
     pub fn cache(self, on: bool) -> Options {
         Options { cache: on, ..self }
+    }
+
+    /// Compile with this blocking rather than the default or a tuned one (tuning is then off):
+    /// for pinning what an earlier tuning chose (see [`Relayout::blocking`]), or for timing one
+    /// candidate against another.
+    ///
+    /// ```
+    /// use relayout::plan::Blocking;
+    /// use relayout::{compile_relayout_with, Layout, Options};
+    ///
+    /// let src = Layout::row_major(&[256, 256])?;
+    /// let dst = Layout::col_major(&[256, 256])?;
+    /// let staged = Blocking {
+    ///     stage: true,
+    ///     ..Blocking::default()
+    /// };
+    /// let r = compile_relayout_with(&src, &dst, Options::new().tune(true).blocking(staged))?;
+    /// assert_eq!(r.blocking(), Some(staged));
+    /// assert!(r.plan().to_string().contains("staged"));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn blocking(self, blocking: Blocking) -> Options {
+        Options {
+            blocking: Some(blocking),
+            ..self
+        }
     }
 }
 
@@ -233,8 +262,9 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         elem_size,
         threads: options.threads,
     };
-    let remembered = options.tune.then(|| tune::remembered(&key)).flatten();
-    let blocking = remembered.unwrap_or_default();
+    let tune = options.tune && options.blocking.is_none();
+    let remembered = tune.then(|| tune::remembered(&key)).flatten();
+    let blocking = options.blocking.or(remembered).unwrap_or_default();
     let (plan, kernel, cache_hit) = jit::cached(src, dst, elem_size, blocking, options.cache)?;
     let large = plan.dst_len().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
     let mut candidates = vec![Candidate {
@@ -242,7 +272,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         plan,
         kernel,
     }];
-    if options.tune && remembered.is_none() && large {
+    if tune && remembered.is_none() && large {
         for &blocking in &Blocking::CANDIDATES[1..] {
             let plan = Plan::with_blocking(src, dst, elem_size, blocking)?;
             if candidates.iter().all(|c| *c.plan != plan) {

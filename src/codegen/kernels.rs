@@ -89,8 +89,9 @@ impl Emitter<'_> {
 
     /// Tiles of `lanes × lanes` elements: `lanes` vector loads along `a` (one per step of `b`),
     /// a shuffle network, `lanes` vector stores along `b`; the rest of each loop element-wise.
-    /// When `b` holds only a few tiles (a strip of destination lines), each step along `a`
-    /// transposes the whole strip, so every destination line is written at once.
+    /// When `b` holds only a few tiles (a strip of destination lines), or the region goes
+    /// [`across`](crate::plan::Region::across) the source rows, each step along `a` transposes
+    /// the whole strip, so every destination run is written at once.
     fn transpose(&mut self, a: Loop, b: Loop, lanes: usize, s: Value, d: Value) {
         let l = lanes as i64;
         let (whole_a, whole_b) = (a.extent / lanes, b.extent / lanes);
@@ -104,7 +105,7 @@ impl Emitter<'_> {
             src_stride: l * b.src_stride,
             dst_stride: l,
         };
-        if whole_b <= MAX_UNROLLED_TILES {
+        if whole_b <= MAX_UNROLLED_TILES || self.across {
             self.fixed_loop(tiles_a, s, d, |e, s, d| {
                 e.fixed_loop(tiles_b, s, d, |e, s, d| e.transpose_tile(a, b, lanes, s, d))
             });

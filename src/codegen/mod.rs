@@ -88,6 +88,7 @@ pub(crate) fn build(
         flags: MemFlagsData::new().with_notrap(),
         staging: None,
         streaming: None,
+        across: false,
         stream_rows,
         stage,
     };
@@ -113,6 +114,8 @@ pub(crate) struct Emitter<'a> {
     staging: Option<StackSlot>,
     /// The streaming routine while emitting a region that streams ([`Region::streamed`]).
     streaming: Option<FuncRef>,
+    /// Whether the region's transpose tiles go across the source rows ([`Region::across`]).
+    across: bool,
     /// The staging buffer of the staged transposes and zips, sized for the largest block (at
     /// most [`MAX_STAGE_BYTES`] bytes).
     stage: Option<StackSlot>,
@@ -143,6 +146,7 @@ impl Emitter<'_> {
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
         self.staging = self.stage.filter(|_| region.staged);
         self.streaming = self.stream_rows.filter(|_| region.streamed);
+        self.across = region.across;
         let s = self.advance(src, region.src_base);
         let d = self.advance(dst, region.dst_base);
         match (&region.indexed, region.loops.split_first()) {

@@ -146,6 +146,11 @@ pub struct Region {
     /// (those of its innermost loop as the rows of one call); a streamed transpose or zip is
     /// staged, and the runtime streams the staging buffer out.
     pub streamed: bool,
+    /// Whether a transpose walks its register tiles across the source rows, the
+    /// destination-contiguous loop inside: each step of the outer tile loop finishes whole
+    /// destination runs and reads a little of every source row of the block, rather than walking
+    /// along the source rows. (Blocks only a few tiles across go this way either way.)
+    pub across: bool,
 }
 
 impl Region {
@@ -225,6 +230,7 @@ impl Plan {
                 kernel: Kernel::Element,
                 staged: false,
                 streamed: false,
+                across: false,
             };
             regions.extend(schedule::schedule(region, elem_size, stream, blocking));
         }
@@ -374,7 +380,8 @@ impl fmt::Display for Plan {
                 )?,
                 Kernel::Transpose { a, b, lanes } => writeln!(
                     f,
-                    "{pad}transpose {lanes}x{lanes} register tiles: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
+                    "{pad}transpose {lanes}x{lanes} register tiles{}: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
+                    if r.across { " across source rows" } else { "" },
                     a.extent, a.dst_stride, b.extent, b.src_stride
                 )?,
                 Kernel::Zip { short, long, lanes } => writeln!(

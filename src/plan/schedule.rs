@@ -109,9 +109,11 @@ pub(super) fn schedule(
                     Kernel::Zip { .. } => streamed,
                     _ => false,
                 };
+            let across = blocking.across && matches!(r.kernel, Kernel::Transpose { .. });
             Region {
                 staged,
                 streamed,
+                across,
                 ..r
             }
         })

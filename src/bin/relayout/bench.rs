@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
+use relayout::plan::{Blocking, Plan};
 use relayout::suite::{self, PageAligned, Size};
 use relayout::{
     compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options,
@@ -100,6 +101,11 @@ pub struct BenchArgs {
     /// (`Options::tune`; the tuning runs count as warm-up and are not timed).
     #[arg(long)]
     no_tune: bool,
+    /// Time every distinct candidate blocking of each case as a row of its own, named after the
+    /// case and the candidate's index in `Blocking::CANDIDATES` (`t2d_f32_8000#5`), instead of
+    /// tuning: what tuning chooses among.
+    #[arg(long, conflicts_with = "no_tune")]
+    candidates: bool,
     /// List the suite's cases with their layouts and sizes, and exit.
     #[arg(long)]
     list: bool,
@@ -129,6 +135,8 @@ struct Job {
     dtype: DType,
     src: Layout,
     dst: Layout,
+    /// The blocking to pin, or `None` for the default (tuned unless `--no-tune`).
+    blocking: Option<Blocking>,
 }
 
 /// What was measured for one job.
@@ -185,7 +193,16 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         list(size);
         return Ok(());
     }
-    let jobs = args.jobs(size)?;
+    let mut jobs = args.jobs(size)?;
+    if args.candidates {
+        jobs = jobs
+            .into_iter()
+            .map(|job| job.candidates())
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+    }
     let threads = usize::from(args.threads);
     let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
     let mut out = std::io::stdout().lock();
@@ -215,6 +232,7 @@ impl BenchArgs {
                 dtype,
                 src: src.layout,
                 dst: dst.layout,
+                blocking: None,
             }]);
         }
         let cases = match self.cases.as_slice() {
@@ -237,9 +255,34 @@ impl BenchArgs {
                     dtype: case.dtype,
                     src,
                     dst,
+                    blocking: None,
                 })
             })
             .collect()
+    }
+}
+
+impl Job {
+    /// A job for each candidate blocking whose plan differs from every earlier candidate's.
+    fn candidates(self) -> Result<Vec<Job>, Error> {
+        let elem_size = self.dtype.size();
+        let mut plans: Vec<Plan> = Vec::new();
+        let mut jobs = Vec::new();
+        for (k, &blocking) in Blocking::CANDIDATES.iter().enumerate() {
+            let plan = Plan::with_blocking(&self.src, &self.dst, elem_size, blocking)?;
+            if plans.contains(&plan) {
+                continue;
+            }
+            plans.push(plan);
+            jobs.push(Job {
+                name: format!("{}#{k}", self.name),
+                dtype: self.dtype,
+                src: self.src.clone(),
+                dst: self.dst.clone(),
+                blocking: Some(blocking),
+            });
+        }
+        Ok(jobs)
     }
 }
 
@@ -277,7 +320,10 @@ fn measure_as<T: Element>(
     tune: bool,
     runs: [usize; 3],
 ) -> Result<Row, Error> {
-    let options = Options::new().dtype(job.dtype).threads(threads).tune(tune);
+    let mut options = Options::new().dtype(job.dtype).threads(threads).tune(tune);
+    if let Some(blocking) = job.blocking {
+        options = options.blocking(blocking);
+    }
     let kernel = compile_relayout_with(&job.src, &job.dst, options)?;
     let elements = job.src.size();
     // Every page is written before timing, so no contender pays for first touches; a source of
