@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{check_pair, check_pair_as, permutations};
+use common::{check_pair, check_pair_as, check_pair_blocked, check_plan_moves_of, permutations};
 use relayout::{compile_relayout, Digit, Layout, Source};
 
 #[test]
@@ -67,6 +67,72 @@ fn transposes_into_rows_that_share_l1_sets() {
     let plan = Plan::new(&src, &dst, 4).unwrap();
     assert!(plan.regions().iter().any(|r| r.staged), "{plan}");
     assert!(!plan.regions().iter().any(|r| r.streamed), "{plan}");
+}
+
+#[test]
+fn every_candidate_blocking_moves_every_element() {
+    use relayout::plan::{Blocking, Plan};
+    // Transposes with tails on both sides, rows that share L1 sets, and a batch of them (NCHW ->
+    // NHWC), at every element size: each candidate's plan, interpreted and run.
+    let pairs = [
+        (
+            Layout::row_major(&[150, 150]),
+            Layout::col_major(&[150, 150]),
+        ),
+        (Layout::row_major(&[40, 133]), Layout::col_major(&[40, 133])),
+        (
+            Layout::row_major(&[500, 37]),
+            Layout::from_strides(&[500, 37], &[1, 1024]),
+        ),
+        (
+            Layout::row_major(&[3, 20, 7, 9]),
+            Layout::ordered(&[3, 20, 7, 9], &[0, 2, 3, 1]),
+        ),
+    ];
+    for (src, dst) in pairs {
+        let (src, dst) = (src.unwrap(), dst.unwrap());
+        for &blocking in &Blocking::CANDIDATES {
+            check_plan_moves_of(
+                &Plan::with_blocking(&src, &dst, 4, blocking).unwrap(),
+                &src,
+                &dst,
+            );
+            check_pair_blocked::<u8>(&src, &dst, None, Some(blocking));
+            check_pair_blocked::<u16>(&src, &dst, None, Some(blocking));
+            check_pair_blocked::<u32>(&src, &dst, None, Some(blocking));
+            check_pair_blocked::<u64>(&src, &dst, None, Some(blocking));
+        }
+    }
+}
+
+#[test]
+fn streamed_candidates_along_and_across_source_rows() {
+    use relayout::plan::{Blocking, Plan};
+    use relayout::{compile_relayout_with, reference, Options};
+    // 9 MB: large enough to stream, with partial blocks on both sides.
+    let src = Layout::row_major(&[1100, 2050]).unwrap();
+    let dst = Layout::col_major(&[1100, 2050]).unwrap();
+    let a: Vec<u32> = common::pattern(src.cosize());
+    let mut want = vec![0u32; dst.cosize()];
+    reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+    for &blocking in Blocking::CANDIDATES.iter().filter(|b| b.stream) {
+        let plan = Plan::with_blocking(&src, &dst, 4, blocking).unwrap();
+        let text = plan.to_string();
+        assert!(text.contains("streamed out"), "{text}");
+        assert_eq!(
+            text.contains("across source rows"),
+            blocking.across,
+            "{text}"
+        );
+        let options = Options::new().elem_size(4).blocking(blocking);
+        let r = compile_relayout_with(&src, &dst, options).unwrap();
+        let mut got = vec![0u32; dst.cosize()];
+        r.run(&a, &mut got).unwrap();
+        assert!(
+            got == want,
+            "{blocking:?} differs from the reference\n{plan}"
+        );
+    }
 }
 
 #[test]

@@ -8,6 +8,7 @@ pub mod random_layouts;
 
 use std::process::{Command, Output};
 
+use relayout::plan::{Blocking, Plan};
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
 use serde_json::Value;
 
@@ -50,6 +51,16 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     dst: &Layout,
     pad: Option<T>,
 ) {
+    check_pair_blocked::<T>(src, dst, pad, None);
+}
+
+/// [`check_pair_as`] with the kernel compiled with `blocking` (the default when `None`).
+pub fn check_pair_blocked<T: Element + PartialEq + std::fmt::Debug>(
+    src: &Layout,
+    dst: &Layout,
+    pad: Option<T>,
+    blocking: Option<Blocking>,
+) {
     let a: Vec<T> = pattern(src.cosize());
     let marker = T::from_bits(guard::MARKER);
     let mut want = vec![marker; dst.cosize()];
@@ -57,6 +68,9 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     let mut options = Options::new().elem_size(std::mem::size_of::<T>());
     if let Some(p) = pad {
         options = options.pad_value(p);
+    }
+    if let Some(b) = blocking {
+        options = options.blocking(b);
     }
     let r = compile_relayout_with(src, dst, options)
         .unwrap_or_else(|e| panic!("compile {src} -> {dst}: {e}"));
@@ -83,7 +97,11 @@ pub fn check_pair(src: &Layout, dst: &Layout) {
 /// Interprets the plan (no JIT) and checks that it moves each element exactly once, from its
 /// source slot to its destination slot.
 pub fn check_plan_moves(src: &Layout, dst: &Layout) {
-    let plan = relayout::plan::Plan::new(src, dst, 4).expect("plan");
+    check_plan_moves_of(&Plan::new(src, dst, 4).expect("plan"), src, dst);
+}
+
+/// [`check_plan_moves`] for a given plan of the pair.
+pub fn check_plan_moves_of(plan: &Plan, src: &Layout, dst: &Layout) {
     let mut expected = vec![None; dst.cosize()];
     relayout::layout::for_each_coord(src.shape(), |x| {
         expected[dst.index(x).unwrap()] = Some(src.index(x).unwrap());
