@@ -166,6 +166,44 @@ fn odd_even_and_padded_layouts() {
     }
 }
 
+/// `rows` rows of `n` elements in odd/even strips of 16 (Morello's `oe(16)`: evens first, then
+/// odds), rows `row_stride` elements apart.
+fn odd_even_rows(rows: usize, n: usize, row_stride: i64) -> Layout {
+    Layout::new(
+        &[rows, n],
+        vec![
+            Digit::new(Source::Dim(0), 1, None, row_stride),
+            Digit::new(Source::Dim(1), 16, None, 16),
+            Digit::new(Source::Dim(1), 1, Some(2), 8),
+            Digit::new(Source::Dim(1), 2, Some(8), 1),
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn streamed_odd_even_strips_in_staged_runs() {
+    use relayout::plan::Plan;
+    // Over 8 MiB of destination, so the short runs of each strip are staged a page at a time and
+    // streamed out: with a partial run at the end of each row, rows that do not continue one
+    // another (a gap between them, filled with the pad value once), both directions.
+    for (rows, n, gap, u16_too) in [(2, 2_200_016, 32, true), (300, 8208, 48, false)] {
+        let src = Layout::row_major(&[rows, n]).unwrap();
+        let dst = odd_even_rows(rows, n, (n + gap) as i64);
+        for (from, to) in [(&src, &dst), (&dst, &src)] {
+            let plan = Plan::new(from, to, 4).unwrap();
+            let staged = plan.regions().iter().filter(|r| r.staged_loop).count();
+            assert!(staged > 0 && plan.regions().len() > staged, "{plan}");
+            common::check_plan_moves_of(&plan, from, to);
+            check_pair_as::<u32>(from, to, None);
+            if u16_too {
+                check_pair_as::<u16>(from, to, None);
+            }
+        }
+        check_pair_as::<u32>(&src, &dst, Some(0xdead_beef));
+    }
+}
+
 #[test]
 fn negative_strides_and_broadcast_sources() {
     let src = Layout::from_strides(&[4, 5], &[-5, 1]).unwrap();

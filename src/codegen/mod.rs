@@ -60,9 +60,7 @@ pub(crate) fn build(
     let stage_bytes = plan
         .regions()
         .iter()
-        .filter(|r| r.staged)
-        .filter_map(|r| r.kernel.tile_loops())
-        .map(|(a, b)| a.extent * b.extent * elem_size)
+        .filter_map(|r| r.stage_bytes(elem_size))
         .max();
     let stage = stage_bytes.map(|bytes| {
         debug_assert!(
@@ -89,6 +87,7 @@ pub(crate) fn build(
         staging: None,
         streaming: None,
         across: false,
+        staged_loop: false,
         stream_rows,
         stage,
     };
@@ -116,6 +115,9 @@ pub(crate) struct Emitter<'a> {
     streaming: Option<FuncRef>,
     /// Whether the region's transpose tiles go across the source rows ([`Region::across`]).
     across: bool,
+    /// Whether the region's innermost loop runs into the staging buffer
+    /// ([`Region::staged_loop`]).
+    staged_loop: bool,
     /// The staging buffer of the staged transposes and zips, sized for the largest block (at
     /// most [`MAX_STAGE_BYTES`] bytes).
     stage: Option<StackSlot>,
@@ -147,6 +149,7 @@ impl Emitter<'_> {
         self.staging = self.stage.filter(|_| region.staged);
         self.streaming = self.stream_rows.filter(|_| region.streamed);
         self.across = region.across;
+        self.staged_loop = region.staged_loop;
         let s = self.advance(src, region.src_base);
         let d = self.advance(dst, region.dst_base);
         match (&region.indexed, region.loops.split_first()) {

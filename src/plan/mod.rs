@@ -151,9 +151,25 @@ pub struct Region {
     /// destination runs and reads a little of every source row of the block, rather than walking
     /// along the source rows. (Blocks only a few tiles across go this way either way.)
     pub across: bool,
+    /// Whether the innermost loop runs into the staging buffer with the kernel: a zip or unzip
+    /// whose destination runs are short but continue one another along that loop (odd/even
+    /// strips) is staged for the whole loop, and the joined run streamed out with one call.
+    pub staged_loop: bool,
 }
 
 impl Region {
+    /// Bytes of the staging buffer the region writes its blocks into, if it is
+    /// [`staged`](Region::staged): the kernel's block, times the innermost loop's extent when
+    /// that loop is staged too.
+    pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
+        let (x, y) = self.kernel.tile_loops().filter(|_| self.staged)?;
+        let steps = match (self.staged_loop, self.loops.last()) {
+            (true, Some(inner)) => inner.extent,
+            _ => 1,
+        };
+        Some(x.extent * y.extent * steps * elem_size)
+    }
+
     /// Iterations of the outermost loop: the unit in which work is split between threads.
     pub fn outer_extent(&self) -> usize {
         match (&self.indexed, self.loops.first()) {
@@ -231,6 +247,7 @@ impl Plan {
                 staged: false,
                 streamed: false,
                 across: false,
+                staged_loop: false,
             };
             regions.extend(schedule::schedule(region, elem_size, stream, blocking));
         }
@@ -340,7 +357,23 @@ impl fmt::Display for Plan {
                 )?;
                 indent += 1;
             }
-            for l in &r.loops {
+            let staged = r.stage_bytes(self.elem_size).map(|bytes| {
+                let runs = match r.kernel {
+                    Kernel::Transpose { a, .. } if !r.staged_loop => a.extent,
+                    _ => 1,
+                };
+                format!(
+                    "staged in a {bytes}-byte buffer, {} out as {runs} run(s) of {} bytes:",
+                    if r.streamed { "streamed" } else { "copied" },
+                    bytes / runs
+                )
+            });
+            for (k, l) in r.loops.iter().enumerate() {
+                if r.staged_loop && k + 1 == r.loops.len() {
+                    if let Some(line) = &staged {
+                        writeln!(f, "{}{line}", "  ".repeat(indent))?;
+                    }
+                }
                 writeln!(
                     f,
                     "{}for {} (src += {}, dst += {})",
@@ -352,19 +385,8 @@ impl fmt::Display for Plan {
                 indent += 1;
             }
             let pad = "  ".repeat(indent);
-            let runs = match r.kernel {
-                Kernel::Transpose { a, b, .. } => Some((a.extent, b.extent)),
-                Kernel::Zip { short, long, .. } => Some((1, short.extent * long.extent)),
-                _ => None,
-            };
-            if let (true, Some((runs, run))) = (r.staged, runs) {
-                writeln!(
-                    f,
-                    "{pad}staged in a {}-byte buffer, {} out as {runs} run(s) of {} bytes:",
-                    runs * run * self.elem_size,
-                    if r.streamed { "streamed" } else { "copied" },
-                    run * self.elem_size
-                )?;
+            if let (false, Some(line)) = (r.staged_loop, &staged) {
+                writeln!(f, "{pad}{line}")?;
             }
             match r.kernel {
                 Kernel::Element => writeln!(f, "{pad}move 1 element")?,
