@@ -205,6 +205,22 @@ fn streamed_odd_even_strips_in_staged_runs() {
 }
 
 #[test]
+fn streamed_xla_sub_tiles_in_staged_runs() {
+    use relayout::plan::Plan;
+    // XLA's (2,1) bf16 sub-tiles inside (8,128) tiles, over 8 MiB: each pair of rows is zipped
+    // into a 512-byte run, a tile's four runs are staged together and streamed out; rows and
+    // columns that leave the last tiles partly padded.
+    for dims in ["2050,2200", "2048,2176"] {
+        let src = Layout::parse(&format!("xla:bf16[{dims}]{{1,0}}")).unwrap();
+        let dst = Layout::parse(&format!("xla:bf16[{dims}]{{1,0:T(8,128)(2,1)}}")).unwrap();
+        let plan = Plan::new(&src, &dst, 2).unwrap();
+        assert!(plan.regions().iter().any(|r| r.staged_loop), "{plan}");
+        check_pair_as::<u16>(&src, &dst, None);
+        check_pair_as::<u16>(&src, &dst, Some(0xbeef));
+    }
+}
+
+#[test]
 fn negative_strides_and_broadcast_sources() {
     let src = Layout::from_strides(&[4, 5], &[-5, 1]).unwrap();
     let dst = Layout::col_major(&[4, 5]).unwrap();

@@ -14,19 +14,21 @@ const ZIP_CHUNK_BYTES: usize = 4096;
 /// one call per run: on a 2-core AMD EPYC VM that took XLA's `T(8,128)(2,1)` bf16 tiles (512-byte
 /// runs) from 0.43 to 0.52 of memcpy, while odd/even strips (64-byte runs) fell from 1.0 to 0.78.
 const STREAM_ZIP_MIN_BYTES: usize = 512;
-/// Zips and unzips with shorter runs that continue one another along their innermost loop are
-/// staged for this many bytes of that loop at a time, and the joined run streamed out with one
-/// call: on a 2-core AMD EPYC (Zen 4) VM a C model of odd/even strips of 16 f32 moved 16.7 GB/s
-/// with ordinary stores, and 17.7, 19.9, 22.5 and 12.3 GB/s staged in runs of 256 bytes, 1, 4
-/// and 16 KiB.
+/// Zips and unzips whose runs continue one another along their innermost loop (the loops of a
+/// streamed zip or unzip are ordered by the destination, so that they do where they can) are
+/// staged for up to this many bytes of that loop at a time, and the joined run streamed out with
+/// one call. On a 2-core AMD EPYC (Zen 4) VM a C model of odd/even strips of 16 f32 moved
+/// 16.7 GB/s with ordinary stores, and 17.7, 19.9, 22.5 and 12.3 GB/s staged in runs of 256
+/// bytes, 1, 4 and 16 KiB; relayout's odd/even strips went from 13 to 18–20 GB/s, and XLA's
+/// `T(8,128)(2,1)` bf16 tiles (four 512-byte runs a tile) from 10.2–10.4 to 14.1–14.8.
 const STAGED_RUN_BYTES: usize = 4096;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
-/// With `stream` (a large destination), copies of a cache line or more and zips write with
+/// With `stream` (a large destination), copies of a cache line or more, zips and unzips write with
 /// streaming stores (see [`Region::streamed`]) unless `blocking` says otherwise, and transposes
-/// too if it says so (zips and transposes through a staging buffer); transposes are cut up as
-/// `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
+/// too if it says so (zips, unzips and transposes through a staging buffer); transposes are cut
+/// up as `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
 pub(super) fn schedule(
     region: Region,
     elem_size: usize,
@@ -49,7 +51,14 @@ pub(super) fn schedule(
         }
         _ => false,
     };
-    order_outer(&mut loops, kernel, streamed_copy(kernel));
+    let order = match kernel {
+        _ if streamed_copy(kernel) => Order::Source,
+        Kernel::Zip { .. } | Kernel::Unzip { .. } if stream && blocking.stream_copies => {
+            Order::Destination
+        }
+        _ => Order::Both,
+    };
+    order_outer(&mut loops, kernel, order);
     let region = Region {
         loops,
         kernel,
@@ -92,7 +101,7 @@ pub(super) fn schedule(
     let regions: Vec<Region> = if stream && blocking.stream_copies {
         regions
             .into_iter()
-            .flat_map(|r| stage_short_runs(r, elem_size))
+            .flat_map(|r| stage_runs(r, elem_size))
             .collect()
     } else {
         regions
@@ -139,11 +148,11 @@ pub(super) fn schedule(
 }
 
 /// Cuts the innermost loop of a zip or unzip whose destination runs (the kernel's block, when it
-/// is contiguous) are shorter than [`STREAM_ZIP_MIN_BYTES`] but continue one another along that
-/// loop into runs of about [`STAGED_RUN_BYTES`], each staged and streamed out as one
-/// ([`Region::staged_loop`]); steps that do not fill a whole run stay in a region of their own,
-/// with ordinary stores.
-fn stage_short_runs(region: Region, elem_size: usize) -> Vec<Region> {
+/// is contiguous) continue one another along that loop into runs of up to [`STAGED_RUN_BYTES`],
+/// each staged and streamed out as one ([`Region::staged_loop`]); steps that do not fill a whole
+/// run stay in a region of their own, with ordinary stores (or, for zips of
+/// [`STREAM_ZIP_MIN_BYTES`] or more, each streamed on its own).
+fn stage_runs(region: Region, elem_size: usize) -> Vec<Region> {
     let block = match region.kernel {
         Kernel::Zip { short, long, .. } => short.extent * long.extent,
         Kernel::Unzip { short, long, .. } if short.dst_stride == long.extent as i64 => {
@@ -154,10 +163,12 @@ fn stage_short_runs(region: Region, elem_size: usize) -> Vec<Region> {
     let Some((&inner, outer)) = region.loops.split_last() else {
         return vec![region];
     };
-    if inner.dst_stride != block as i64 || block * elem_size >= STREAM_ZIP_MIN_BYTES {
+    if inner.dst_stride != block as i64 {
         return vec![region];
     }
-    let steps = (STAGED_RUN_BYTES / (block * elem_size)).max(1);
+    let steps = (STAGED_RUN_BYTES / (block * elem_size))
+        .max(1)
+        .min(inner.extent);
     let (whole, rest) = (inner.extent / steps, inner.extent % steps);
     // The outermost loop is the threads' unit of work, so a staged loop needs one around it.
     if whole == 0 || (whole == 1 && outer.is_empty()) {
@@ -356,23 +367,37 @@ fn remove_two(loops: &mut Vec<Loop>, i: usize, j: usize) {
 
 /// Orders the loops outside the kernel (all but an element kernel's innermost loop) from the
 /// largest strides outside to the smallest inside, so both sides walk memory forwards in long
-/// runs as far as possible. Around copies that stream (`by_source`) the order follows the source
-/// alone: it is read from start to end while the streaming stores fill whole destination lines
-/// in a few places at once, which on a 2-core AMD EPYC VM ran NHWC → NCHW16c at 28 GB/s against
-/// 15 for walking the destination in order (and 12 for either order with ordinary stores).
-fn order_outer(loops: &mut [Loop], kernel: Kernel, by_source: bool) {
+/// runs as far as possible. Around copies that stream ([`Order::Source`]) the order follows the
+/// source alone: it is read from start to end while the streaming stores fill whole destination
+/// lines in a few places at once, which on a 2-core AMD EPYC VM ran NHWC → NCHW16c at 28 GB/s
+/// against 15 for walking the destination in order (and 12 for either order with ordinary
+/// stores). Around zips and unzips that stream ([`Order::Destination`]) it follows the
+/// destination, so that the runs of consecutive steps join into one staged run (see
+/// [`stage_runs`]).
+fn order_outer(loops: &mut [Loop], kernel: Kernel, order: Order) {
     let sortable = match kernel {
         Kernel::Element => loops.len().saturating_sub(1),
         _ => loops.len(),
     };
     loops[..sortable].sort_by_key(|l| {
         let (src, dst) = (l.src_stride.unsigned_abs(), l.dst_stride.unsigned_abs());
-        std::cmp::Reverse(if by_source {
-            (src, dst)
-        } else {
-            (dst.max(src), dst)
+        std::cmp::Reverse(match order {
+            Order::Source => (src, dst),
+            Order::Destination => (dst, src),
+            Order::Both => (dst.max(src), dst),
         })
     });
+}
+
+/// How [`order_outer`] sorts the loops around a kernel.
+#[derive(Clone, Copy)]
+enum Order {
+    /// By source stride: the source is read from start to end.
+    Source,
+    /// By destination stride: the destination is written from start to end.
+    Destination,
+    /// By the larger stride of the two, then the destination's.
+    Both,
 }
 
 /// Splits one loop of a region's kernel (`run`, with extent and strides) into whole blocks of
