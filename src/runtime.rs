@@ -6,9 +6,9 @@
 //! The routine runs once per block, and a block can be as small as four rows of one cache line
 //! (NHWC → NCHW16c), so what it spends per row counts: a destination line that takes 7 cycles to
 //! stream has no room for alignment arithmetic and `memcpy` calls for empty heads and tails. Rows
-//! that are whole, aligned store widths (the usual case: staged runs and copies of whole lines)
-//! go through a loop of loads and streaming stores alone; only other rows pay for heads and
-//! tails. On a 2-core AMD EPYC (Zen 4) VM that took NHWC → NCHW16c from 9 to 24 GB/s.
+//! of whole, aligned cache lines (the usual case: staged runs and copies of whole lines) go
+//! through a loop of loads and streaming stores alone; only other rows pay for heads and tails.
+//! On a 2-core AMD EPYC (Zen 4) VM that took NHWC → NCHW16c from 9 to 24 GB/s.
 
 /// The symbol under which the JIT module resolves [`stream_rows`].
 pub(crate) const STREAM_ROWS: &str = "relayout_stream_rows";
@@ -91,18 +91,20 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
     unsafe { S::rows(job) }
 }
 
-/// [`Streamer::rows`]'s loop: rows of whole, aligned `S::WIDTH` pieces with nothing but loads
-/// and streaming stores, any other row with 16-byte streaming stores around the wide ones and
-/// ordinary copies of its unaligned head and tail.
+/// Bytes of a cache line: streaming stores write whole lines only.
+const LINE_BYTES: usize = 64;
+
+/// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines with nothing but loads and
+/// streaming stores, any other row through [`copy_row`].
 ///
 /// # Safety
 /// As [`stream_rows`]; `S`'s features must be enabled where this is inlined.
 #[inline(always)]
 unsafe fn copy_rows<S: Streamer>(job: Rows) {
-    let aligned = |x: usize| x.is_multiple_of(S::WIDTH);
-    let whole = aligned(job.dst as usize)
-        && aligned(job.dst_stride.unsigned_abs())
-        && aligned(job.row_bytes);
+    let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
+    let whole = whole_lines(job.dst as usize)
+        && whole_lines(job.dst_stride.unsigned_abs())
+        && whole_lines(job.row_bytes);
     for r in 0..job.rows as isize {
         // SAFETY: row `r` of each side is inside the ranges the caller vouches for, and the
         // offsets fit in `isize` because they address memory that exists.
@@ -115,8 +117,9 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
         if whole {
             let mut at = 0;
             while at < job.row_bytes {
-                // SAFETY: `at + WIDTH ≤ row_bytes` (a multiple of `WIDTH`), `dst + at` is aligned
-                // to `WIDTH` (so are `dst`, the stride and `at`); the caller's features.
+                // SAFETY: `at + WIDTH ≤ row_bytes` (a multiple of the line, so of `WIDTH`),
+                // `dst + at` is aligned to `WIDTH` (`dst`, the stride and `at` are multiples of
+                // the line); the caller's features.
                 unsafe { S::stream(src.add(at), dst.add(at)) };
                 at += S::WIDTH;
             }
@@ -127,63 +130,35 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
     }
 }
 
-/// One row at any alignment: ordinary stores up to 16-byte alignment, 16-byte streaming stores
-/// up to `S::WIDTH` alignment, `S::WIDTH` streaming stores, then the same in reverse.
+/// One row at any alignment: the whole cache lines it covers with streaming stores, the lines
+/// it covers in part (at most one at each end) with ordinary stores. A line streamed in part
+/// would go to memory as a partial write, and so would the stores of the next row or call to the
+/// rest of it: on a 2-core AMD EPYC (Zen 4) VM, with 16-byte streaming stores up to those
+/// lines, a destination 16 bytes past a line took NHWC → NCHW16c from 23 to 10 GB/s and odd/even
+/// strips (4 KiB staged runs) from 17 to 11.
 ///
 /// # Safety
 /// `len` bytes at `src` readable, at `dst` writable, not overlapping; `S`'s features.
 #[inline(always)]
 unsafe fn copy_row<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
-    let head = dst.align_offset(16).min(len);
-    let wide_start =
-        (head + dst.wrapping_add(head).align_offset(S::WIDTH)).min(head + (len - head) / 16 * 16);
-    let wide_end = wide_start + (len - wide_start) / S::WIDTH * S::WIDTH;
-    let body_end = wide_end + (len - wide_end) / 16 * 16;
+    let head = dst.align_offset(LINE_BYTES).min(len);
+    let body_end = head + (len - head) / LINE_BYTES * LINE_BYTES;
     // SAFETY: every access stays within `[0, len)` of both pointers (the caller's ranges):
-    // `head ≤ wide_start ≤ wide_end ≤ body_end ≤ len`, and each step below moves whole 16- or
-    // `WIDTH`-byte pieces inside those bounds. Streaming stores get addresses aligned to their
-    // width (16 from `head` on, `WIDTH` from `wide_start` to `wide_end`); the loads accept any
-    // alignment; the caller promises the features.
+    // `head ≤ body_end ≤ len`, and the streaming stores move whole `WIDTH` pieces (a divisor of
+    // the line) from `head` to `body_end`, at addresses aligned to the line and so to `WIDTH`;
+    // the loads accept any alignment; the caller promises the features.
     unsafe {
         if head > 0 {
             std::ptr::copy_nonoverlapping(src, dst, head);
         }
         let mut at = head;
-        while at < wide_start {
-            stream16(src.add(at), dst.add(at));
-            at += 16;
-        }
-        while at < wide_end {
+        while at < body_end {
             S::stream(src.add(at), dst.add(at));
             at += S::WIDTH;
-        }
-        while at < body_end {
-            stream16(src.add(at), dst.add(at));
-            at += 16;
         }
         if body_end < len {
             std::ptr::copy_nonoverlapping(src.add(body_end), dst.add(body_end), len - body_end);
         }
-    }
-}
-
-/// One 16-byte streaming store (SSE2, part of the x86-64 baseline), or an ordinary copy on
-/// other architectures.
-///
-/// # Safety
-/// 16 bytes readable at `src` and writable at `dst`, `dst` aligned to 16.
-#[inline]
-unsafe fn stream16(src: *const u8, dst: *mut u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        // SAFETY: the caller's promise; the load accepts any alignment.
-        unsafe { _mm_stream_si128(dst.cast::<__m128i>(), _mm_loadu_si128(src.cast())) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's promise.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, 16)
     }
 }
 
@@ -193,9 +168,18 @@ struct Baseline;
 impl Streamer for Baseline {
     const WIDTH: usize = 16;
 
+    #[cfg(target_arch = "x86_64")]
     unsafe fn stream(src: *const u8, dst: *mut u8) {
-        // SAFETY: forwarded from the caller.
-        unsafe { stream16(src, dst) }
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        // SAFETY: the caller's promise: 16 bytes at each side, `dst` aligned to 16; SSE2 is part
+        // of the x86-64 baseline; the load accepts any alignment.
+        unsafe { _mm_stream_si128(dst.cast::<__m128i>(), _mm_loadu_si128(src.cast())) }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn stream(src: *const u8, dst: *mut u8) {
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, 16) }
     }
 
     unsafe fn rows(job: Rows) {
