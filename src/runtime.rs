@@ -188,52 +188,47 @@ impl Streamer for Baseline {
     }
 }
 
-/// 32-byte streaming stores (AVX).
+/// A [`Streamer`] of `$width`-byte streaming stores that needs the CPU feature `$feature`.
 #[cfg(target_arch = "x86_64")]
-struct Avx;
+macro_rules! wide_streamer {
+    ($(#[$doc:meta])* $name:ident, $feature:literal, $width:literal,
+     $vector:ident, $load:ident, $store:ident) => {
+        $(#[$doc])*
+        struct $name;
 
-#[cfg(target_arch = "x86_64")]
-impl Streamer for Avx {
-    const WIDTH: usize = 32;
+        impl Streamer for $name {
+            const WIDTH: usize = $width;
 
-    #[inline]
-    #[target_feature(enable = "avx")]
-    unsafe fn stream(src: *const u8, dst: *mut u8) {
-        use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
-        // SAFETY: the caller's promise: 32 bytes at each side, `dst` aligned to 32, AVX.
-        unsafe { _mm256_stream_si256(dst.cast::<__m256i>(), _mm256_loadu_si256(src.cast())) }
-    }
+            #[inline]
+            #[target_feature(enable = $feature)]
+            unsafe fn stream(src: *const u8, dst: *mut u8) {
+                use std::arch::x86_64::{$load, $store, $vector};
+                // SAFETY: the caller's promise: `WIDTH` bytes at each side, `dst` aligned to
+                // `WIDTH`, and the feature; the load accepts any alignment.
+                unsafe { $store(dst.cast::<$vector>(), $load(src.cast())) }
+            }
 
-    #[target_feature(enable = "avx")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises AVX (enabled here, so `stream` inlines).
-        unsafe { copy_rows::<Self>(job) }
-    }
+            #[target_feature(enable = $feature)]
+            unsafe fn rows(job: Rows) {
+                // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
+                // `stream` inlines).
+                unsafe { copy_rows::<Self>(job) }
+            }
+        }
+    };
 }
 
-/// 64-byte streaming stores (AVX-512F): a whole cache line per store.
 #[cfg(target_arch = "x86_64")]
-struct Avx512;
+wide_streamer!(
+    /// 32-byte streaming stores (AVX).
+    Avx, "avx", 32, __m256i, _mm256_loadu_si256, _mm256_stream_si256
+);
 
 #[cfg(target_arch = "x86_64")]
-impl Streamer for Avx512 {
-    const WIDTH: usize = 64;
-
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn stream(src: *const u8, dst: *mut u8) {
-        use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_stream_si512};
-        // SAFETY: the caller's promise: 64 bytes at each side, `dst` aligned to 64, AVX-512F.
-        unsafe { _mm512_stream_si512(dst.cast::<__m512i>(), _mm512_loadu_si512(src.cast())) }
-    }
-
-    #[target_feature(enable = "avx512f")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises AVX-512F (enabled here, so `stream`
-        // inlines).
-        unsafe { copy_rows::<Self>(job) }
-    }
-}
+wide_streamer!(
+    /// 64-byte streaming stores (AVX-512F): a whole cache line per store.
+    Avx512, "avx512f", 64, __m512i, _mm512_loadu_si512, _mm512_stream_si512
+);
 
 /// Orders this thread's streaming stores before everything that follows (`mfence` on x86-64).
 pub(crate) fn fence() {

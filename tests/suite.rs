@@ -280,6 +280,49 @@ fn bench_named_cases_in_the_other_formats() {
 }
 
 #[test]
+fn bench_candidates_time_each_distinct_blocking() {
+    use relayout::plan::{Blocking, Plan};
+    let rows = bench_tsv(&[
+        "--reduced",
+        "--runs",
+        "1",
+        "--format",
+        "tsv",
+        "--candidates",
+        "t2d_f32_512",
+        "copy_f32",
+    ]);
+    // One row per candidate whose plan differs from every earlier one's, named by its index.
+    for name in ["t2d_f32_512", "copy_f32"] {
+        let case = suite::case(name, Size::Reduced).unwrap();
+        let (src, dst) = case.layouts().unwrap();
+        let mut plans: Vec<Plan> = Vec::new();
+        let mut want = Vec::new();
+        for (k, &b) in Blocking::CANDIDATES.iter().enumerate() {
+            let plan = Plan::with_blocking(&src, &dst, case.dtype.size(), b).unwrap();
+            if !plans.contains(&plan) {
+                plans.push(plan);
+                want.push(format!("{name}#{k}"));
+            }
+        }
+        let got: Vec<&String> = rows
+            .iter()
+            .map(|r| &r[0])
+            .filter(|n| n.starts_with(&format!("{name}#")))
+            .collect();
+        assert_eq!(got, want.iter().collect::<Vec<_>>());
+    }
+    assert!(
+        rows.iter()
+            .filter(|r| r[0].starts_with("t2d_f32_512#"))
+            .count()
+            > 1
+    );
+    let out = bench(&["--reduced", "--candidates", "--no-tune", "copy_f32"]);
+    assert!(!out.status.success(), "--candidates and --no-tune conflict");
+}
+
+#[test]
 fn bench_lists_cases_and_rejects_bad_requests() {
     let out = bench(&["--list"]);
     assert!(out.status.success());
