@@ -1,6 +1,8 @@
-//! The default demo: compile one relayout, show what the JIT decided, check it, time it.
+//! The default demo: compile one relayout, tune it, show what the JIT decided, check it, time it.
 
-use relayout::{compile_relayout, reference, Error, Layout};
+use std::time::Instant;
+
+use relayout::{compile_relayout_with, reference, Error, Layout, Options};
 
 use crate::timing;
 
@@ -16,9 +18,20 @@ pub fn run() -> Result<(), Error> {
     let (src, dst) = (Layout::parse(SRC)?, Layout::parse(DST)?);
     println!("relayout demo: f32 {SRC}  ->  {DST}");
     println!("source:      {src}\ndestination: {dst}\n");
-    let kernel = compile_relayout(&src, &dst)?;
+    let kernel = compile_relayout_with(&src, &dst, Options::new().tune(true))?;
+    let a: Vec<f32> = (0..src.cosize()).map(|i| i as f32).collect();
+    let mut got = vec![f32::NAN; dst.cosize()];
+    // Tuning: the first runs time each candidate blocking (each a correct kernel) and keep the
+    // fastest.
+    let start = Instant::now();
+    let mut runs = 0;
+    while kernel.blocking().is_none() {
+        kernel.run(&a, &mut got)?;
+        runs += 1;
+    }
     println!(
-        "compiled in {:.0} µs\n\n{}",
+        "tuned in {runs} runs ({:.0} ms), compiled in {:.0} µs\n\n{}",
+        start.elapsed().as_secs_f64() * 1e3,
         kernel.compile_micros(),
         kernel.plan()
     );
@@ -28,9 +41,8 @@ pub fn run() -> Result<(), Error> {
         println!("  {line}");
     }
 
-    let a: Vec<f32> = (0..src.cosize()).map(|i| i as f32).collect();
-    let mut got = vec![f32::NAN; dst.cosize()];
     let mut want = vec![f32::NAN; dst.cosize()];
+    got.fill(f32::NAN);
     kernel.run(&a, &mut got)?;
     reference::relayout(&src, &a, &dst, &mut want, None)?;
     let same = got
