@@ -162,7 +162,13 @@ impl Region {
     /// [`staged`](Region::staged): the kernel's block, times the innermost loop's extent when
     /// that loop is staged too.
     pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
-        let (x, y) = self.kernel.tile_loops().filter(|_| self.staged)?;
+        self.staged.then(|| self.block_bytes(elem_size)).flatten()
+    }
+
+    /// Bytes of what the region would stage (see [`Region::stage_bytes`]), staged or not: `None`
+    /// when its kernel is not a tile kernel.
+    pub(crate) fn block_bytes(&self, elem_size: usize) -> Option<usize> {
+        let (x, y) = self.kernel.tile_loops()?;
         let steps = match (self.staged_loop, self.loops.last()) {
             (true, Some(inner)) => inner.extent,
             _ => 1,

@@ -111,12 +111,9 @@ pub(super) fn schedule(
         .map(|r| {
             // A staging buffer is a stack slot of the generated function, so only blocks that
             // fit one are staged; streamed transposes and zips go through it.
-            let fits = Region {
-                staged: true,
-                ..r.clone()
-            }
-            .stage_bytes(elem_size)
-            .is_some_and(|bytes| bytes <= MAX_STAGE_BYTES);
+            let fits = r
+                .block_bytes(elem_size)
+                .is_some_and(|bytes| bytes <= MAX_STAGE_BYTES);
             let streamed = match r.kernel {
                 Kernel::Copy { .. } => streamed_copy(r.kernel),
                 Kernel::Transpose { .. } => stream && fits && blocking.stream,
