@@ -162,7 +162,7 @@ impl Region {
     /// [`staged`](Region::staged): the kernel's block, times the innermost loop's extent when
     /// that loop is staged too.
     pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
-        self.staged.then(|| self.block_bytes(elem_size)).flatten()
+        self.block_bytes(elem_size).filter(|_| self.staged)
     }
 
     /// Bytes of what the region would stage (see [`Region::stage_bytes`]), staged or not: `None`
