@@ -158,7 +158,7 @@ impl Options {
     /// Tune large relayouts by measurement (the blocking of transposes, and whether copies and
     /// zips stream): compile each distinct candidate
     /// ([`Blocking::CANDIDATES`]), run each on the first runs (four in a row each, the last three
-    /// timed; every candidate is a correct kernel, so those runs do the real work), then keep the
+    /// counted; every candidate is a correct kernel, so those runs do the real work), then keep the
     /// fastest. The choice is
     /// remembered for the process. Pairs with small destinations (under
     /// [`plan::STREAM_MIN_BYTES`](crate::plan::STREAM_MIN_BYTES)) or a single distinct candidate

@@ -63,8 +63,8 @@ trait Streamer {
 }
 
 /// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
-/// (rows `dst_stride` bytes apart), with streaming stores for the aligned part of each
-/// destination row and ordinary stores for its unaligned head and tail. The stores are weakly
+/// (rows `dst_stride` bytes apart), with streaming stores for the whole cache lines of each
+/// destination row and ordinary stores for the lines it covers in part. The stores are weakly
 /// ordered: the caller runs [`fence`] before it lets anyone else read the destination.
 ///
 /// # Safety
@@ -91,7 +91,7 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
     unsafe { S::rows(job) }
 }
 
-/// Bytes of a cache line: streaming stores write whole lines only.
+/// Bytes of a cache line: this routine streams whole lines only.
 const LINE_BYTES: usize = 64;
 
 /// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines with nothing but loads and
@@ -101,6 +101,11 @@ const LINE_BYTES: usize = 64;
 /// As [`stream_rows`]; `S`'s features must be enabled where this is inlined.
 #[inline(always)]
 unsafe fn copy_rows<S: Streamer>(job: Rows) {
+    const { assert!(LINE_BYTES.is_multiple_of(S::WIDTH)) };
+    if job.row_bytes == 0 {
+        // No bytes to move, and none the caller vouches for.
+        return;
+    }
     let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
     let whole = whole_lines(job.dst as usize)
         && whole_lines(job.dst_stride.unsigned_abs())
@@ -117,9 +122,9 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
         if whole {
             let mut at = 0;
             while at < job.row_bytes {
-                // SAFETY: `at + WIDTH ≤ row_bytes` (a multiple of the line, so of `WIDTH`),
-                // `dst + at` is aligned to `WIDTH` (`dst`, the stride and `at` are multiples of
-                // the line); the caller's features.
+                // SAFETY: `at + WIDTH ≤ row_bytes` (a multiple of the line, so of `WIDTH`, which
+                // divides the line), `dst + at` is aligned to `WIDTH` (`dst` and the stride are
+                // multiples of the line, `at` of `WIDTH`); the caller's features.
                 unsafe { S::stream(src.add(at), dst.add(at)) };
                 at += S::WIDTH;
             }

@@ -7,7 +7,7 @@
 //! kernel, so those runs do the real work), and from then on uses the fastest. The choice is
 //! remembered for the process, so compiling the same relayout again goes straight to it.
 //!
-//! Each candidate's runs come one after another, and the first of them is not timed: what a
+//! Each candidate's runs come one after another, and the first of them does not count: what a
 //! run finds in the caches depends on the run before it, and a relayout in use follows itself.
 //! Timed right after another candidate, tensors that fit the last-level cache in part measured
 //! the wrong candidate fastest (on a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 24.5 MiB chose a
@@ -85,7 +85,8 @@ impl Tuner {
         let times = self.lock_times();
         match (0..times.len()).find(|&i| times[i].len() < RUNS) {
             Some(i) => (&self.candidates[i], true),
-            // Every run is recorded, and another thread is about to choose.
+            // Every run is recorded, so the thread that recorded the last one chose (under this
+            // lock) after this thread looked for a choice.
             None => (&self.candidates[0], false),
         }
     }

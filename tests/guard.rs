@@ -8,6 +8,7 @@ mod common;
 use common::guard::{check_guarded, Edge, Guarded, Run, EDGES};
 use common::random_layouts::pair_from;
 use proptest::prelude::*;
+use relayout::plan::Blocking;
 use relayout::{Digit, Layout, Source};
 
 /// Runs `src → dst` at every element size, with and without padding, on 1 and 3 threads.
@@ -19,6 +20,7 @@ fn check_all(src: &Layout, dst: &Layout) {
                     elem_size,
                     pad,
                     threads,
+                    blocking: None,
                 };
                 if let Err(e) = check_guarded(src, dst, run) {
                     panic!("{e}");
@@ -96,16 +98,24 @@ fn buffers_sit_exactly_at_the_edges() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// Random pairs from the shared generator, every element size, random padding and threads.
+    /// Random pairs from the shared generator, every element size, random padding and threads,
+    /// half of them with a candidate blocking that streams and stages whatever it can however
+    /// small the destination.
     #[test]
     fn random_pairs_stay_inside_their_buffers(
         bytes in proptest::collection::vec(any::<u8>(), 0..400),
         pad in any::<bool>(),
         threads in 1usize..5,
+        candidate in proptest::option::of(0..Blocking::CANDIDATES.len()),
     ) {
         let pair = pair_from(&mut bytes.into_iter());
+        let blocking = candidate.map(|k| Blocking {
+            stream_min_bytes: 0,
+            ..Blocking::CANDIDATES[k]
+        });
         for elem_size in [1, 2, 4, 8] {
-            let run = Run { elem_size, pad: pad.then_some(0x1234_5678_9ABC_DEF0), threads };
+            let pad = pad.then_some(0x1234_5678_9ABC_DEF0);
+            let run = Run { elem_size, pad, threads, blocking };
             if let Err(e) = check_guarded(&pair.src.layout, &pair.dst.layout, run) {
                 return Err(TestCaseError::fail(format!("{pair}\n{e}")));
             }
@@ -169,6 +179,7 @@ fn streamed_runs_and_staged_transposes() {
                 elem_size: 4,
                 pad: None,
                 threads,
+                blocking: None,
             };
             check_guarded(src, dst, run).unwrap();
         }
@@ -182,6 +193,7 @@ fn streamed_runs_and_staged_transposes() {
             elem_size,
             pad: None,
             threads: 2,
+            blocking: None,
         };
         check_guarded(&strips, &zipped, run).unwrap();
     }
@@ -196,6 +208,7 @@ fn long_copies_split_between_threads() {
                 elem_size,
                 pad: None,
                 threads,
+                blocking: None,
             };
             check_guarded(&l, &l, run).unwrap();
         }

@@ -205,6 +205,21 @@ fn streamed_odd_even_strips_in_staged_runs() {
 }
 
 #[test]
+fn staged_runs_of_zips_with_element_tails() {
+    use relayout::plan::Plan;
+    // Pairs of strips of 17 (not a whole number of vectors, so each zip and unzip ends in
+    // element moves) interleaved into 34-element runs that continue one another, over 8 MiB:
+    // the runs are staged and streamed, tails and all.
+    let src = Layout::row_major(&[70_000, 2, 17]).unwrap();
+    let dst = Layout::ordered(&[70_000, 2, 17], &[0, 2, 1]).unwrap();
+    for (from, to) in [(&src, &dst), (&dst, &src)] {
+        let plan = Plan::new(from, to, 4).unwrap();
+        assert!(plan.regions().iter().any(|r| r.staged_loop), "{plan}");
+        check_pair_as::<u32>(from, to, None);
+    }
+}
+
+#[test]
 fn streamed_xla_sub_tiles_in_staged_runs() {
     use relayout::plan::Plan;
     // XLA's (2,1) bf16 sub-tiles inside (8,128) tiles, over 8 MiB: each pair of rows is zipped
@@ -434,6 +449,7 @@ fn staging_is_bounded_whatever_the_blocking() {
         stream: true,
         stream_copies: true,
         across: false,
+        stream_min_bytes: relayout::plan::STREAM_MIN_BYTES,
     };
     let src = Layout::row_major(&[1024, 2048]).unwrap();
     let dst = Layout::col_major(&[1024, 2048]).unwrap();

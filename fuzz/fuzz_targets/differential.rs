@@ -1,10 +1,12 @@
 //! A random layout pair from the fuzz input (the generator of the property tests), compiled and
 //! run with both buffers flush against inaccessible pages, compared with the reference bit for
-//! bit. The first byte picks the element size, the pad value and the thread count; the rest
-//! drive the generator.
+//! bit. The first byte picks the element size, the pad value and the thread count; the second
+//! whether to pin a candidate blocking that streams whatever it can however small the destination,
+//! and which; the rest drive the generator.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use relayout::plan::Blocking;
 
 #[path = "../../tests/common/guard.rs"]
 mod guard;
@@ -14,6 +16,7 @@ mod random_layouts;
 fuzz_target!(|data: &[u8]| {
     let mut bytes = data.iter().copied();
     let options = bytes.next().unwrap_or(0);
+    let forced = bytes.next().unwrap_or(0);
     let pair = random_layouts::pair_from(&mut bytes);
     let run = guard::Run {
         elem_size: [1, 2, 4, 8][usize::from(options & 3)],
@@ -23,6 +26,10 @@ fuzz_target!(|data: &[u8]| {
         } else {
             1
         },
+        blocking: (forced & 1 == 1).then(|| Blocking {
+            stream_min_bytes: 0,
+            ..Blocking::CANDIDATES[usize::from(forced >> 1) % Blocking::CANDIDATES.len()]
+        }),
     };
     if let Err(e) = guard::check_guarded(&pair.src.layout, &pair.dst.layout, run) {
         panic!("{pair}\n{e}");

@@ -196,7 +196,8 @@ impl Emitter<'_> {
 
     /// The loop `steps` around `kernel` into the staging buffer, whose steps' destination blocks
     /// continue one another (the kernel's block is `steps.dst_stride` contiguous elements), then
-    /// the joined run streamed out to `d` by one call of `routine`.
+    /// the joined run streamed out to `d` by one call of `routine`. The steps themselves store
+    /// plainly, their element-wise tails included: nothing inside streams or stages again.
     pub(super) fn staged_loop(
         &mut self,
         (routine, slot): (FuncRef, StackSlot),
@@ -206,7 +207,9 @@ impl Emitter<'_> {
         d: Value,
     ) {
         let stage = self.b.ins().stack_addr(types::I64, slot, 0);
+        let (streaming, staging) = (self.streaming.take(), self.staging.take());
         self.fixed_loop(steps, s, stage, |e, s, d| e.store_kernel(kernel, s, d));
+        (self.streaming, self.staging) = (streaming, staging);
         let run = steps.extent * steps.dst_stride as usize;
         self.stream_copy(routine, ONE_ROW, run, stage, d);
     }

@@ -1,6 +1,8 @@
 //! How transposes are cut into blocks and which kernels stream: the default, fitted to the L1
 //! cache's sets, and the candidates that tuning measures against each other.
 
+use super::STREAM_MIN_BYTES;
+
 /// How transposes are cut into blocks, and which kernels write large destinations with
 /// streaming stores.
 ///
@@ -51,6 +53,11 @@ pub struct Blocking {
     /// and of NCHW → NHWC from 6.8 to 11.5 this way, while the 256³ reversal fell from 6.7 to 3.2
     /// (its source rows are 256 KiB apart).
     pub across: bool,
+    /// Destinations of at least this many bytes are large enough to stream: copies, zips and
+    /// unzips (as [`Blocking::stream_copies`] says) and transposes (as [`Blocking::stream`]
+    /// says). [`STREAM_MIN_BYTES`](super::STREAM_MIN_BYTES) in every candidate; the tests set 0
+    /// to run the streamed and staged kernels on small random layouts.
+    pub stream_min_bytes: usize,
 }
 
 /// The L1 data cache that [`Blocking::fitted`] assumes: sets of 64-byte lines, 4 KiB per way,
@@ -140,6 +147,7 @@ impl Blocking {
         stream: false,
         stream_copies: true,
         across: false,
+        stream_min_bytes: STREAM_MIN_BYTES,
     };
 
     /// 256-byte destination runs in 4 KiB blocks: a block writes fewer destination rows, four
@@ -159,6 +167,7 @@ impl Blocking {
         stream: false,
         stream_copies: true,
         across: false,
+        stream_min_bytes: STREAM_MIN_BYTES,
     };
 
     /// This blocking for transposes whose destination rows (one per step along the
@@ -169,11 +178,13 @@ impl Blocking {
     /// block writes fewer rows with longer runs, and where they all start in one set (a multiple
     /// of 4 KiB apart) a block is staged and its runs copied out one after another. On a 2-core
     /// AMD EPYC VM this took 512² f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
-    /// Whether copies stream ([`Blocking::stream_copies`]) is kept as it is either way.
+    /// Whether copies stream ([`Blocking::stream_copies`]), and from what size anything streams
+    /// ([`Blocking::stream_min_bytes`]), are kept as they are either way.
     pub fn fitted(self, row_bytes: usize) -> Blocking {
-        let stream_copies = self.stream_copies;
+        let (stream_copies, stream_min_bytes) = (self.stream_copies, self.stream_min_bytes);
         if (Blocking {
             stream_copies: true,
+            stream_min_bytes: STREAM_MIN_BYTES,
             ..self
         }) != Blocking::DEFAULT
         {
@@ -186,6 +197,7 @@ impl Blocking {
         };
         Blocking {
             stream_copies,
+            stream_min_bytes,
             ..fitted
         }
     }

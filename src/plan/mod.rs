@@ -139,12 +139,13 @@ pub struct Region {
     pub kernel: Kernel,
     /// Whether a transpose fills a staging buffer with its block (one row per destination run)
     /// and then writes the runs out one after another, rather than storing each tile in place;
-    /// or a zip fills one with its interleaved run, to be streamed out.
+    /// or a zip fills one with its interleaved run, or a zip or unzip with the runs of a
+    /// [staged loop](Region::staged_loop), to be streamed out.
     pub staged: bool,
     /// Whether the kernel writes the destination with streaming (non-temporal) stores, which
     /// bypass the cache: a streamed copy hands its source runs to the runtime's streaming routine
-    /// (those of its innermost loop as the rows of one call); a streamed transpose or zip is
-    /// staged, and the runtime streams the staging buffer out.
+    /// (those of its innermost loop as the rows of one call); a streamed transpose, zip or unzip
+    /// is staged, and the runtime streams the staging buffer out.
     pub streamed: bool,
     /// Whether a transpose walks its register tiles across the source rows, the
     /// destination-contiguous loop inside: each step of the outer tile loop finishes whole
@@ -152,8 +153,10 @@ pub struct Region {
     /// along the source rows. (Blocks only a few tiles across go this way either way.)
     pub across: bool,
     /// Whether the innermost loop runs into the staging buffer with the kernel: a zip or unzip
-    /// whose destination runs are short but continue one another along that loop (odd/even
-    /// strips) is staged for the whole loop, and the joined run streamed out with one call.
+    /// whose destination runs continue one another along that loop (odd/even strips, the
+    /// `(2,1)` sub-tiles of an XLA tile) is staged for the whole loop, and the joined run
+    /// streamed out with one call. Such a region is always [`staged`](Region::staged) and
+    /// [`streamed`](Region::streamed).
     pub staged_loop: bool,
 }
 
@@ -240,7 +243,7 @@ impl Plan {
         });
         let src_base = src.base() - src.buffer_start();
         let dst_base = dst.base() - dst.buffer_start();
-        let stream = dst.cosize().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
+        let stream = dst.cosize().saturating_mul(elem_size) >= blocking.stream_min_bytes;
         let mut regions = Vec::new();
         for combo in box_combinations(&boxes) {
             let loops: Vec<Loop> = combo.iter().flat_map(|b| b.loops.iter().copied()).collect();

@@ -25,10 +25,11 @@ const STAGED_RUN_BYTES: usize = 4096;
 
 /// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
 /// as two regions: whole chunks, then the rest.
-/// With `stream` (a large destination), copies of a cache line or more, zips and unzips write with
-/// streaming stores (see [`Region::streamed`]) unless `blocking` says otherwise, and transposes
-/// too if it says so (zips, unzips and transposes through a staging buffer); transposes are cut
-/// up as `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
+/// With `stream` (a large destination), copies of a cache line or more, zips whose runs are long
+/// or continue one another, and unzips whose runs continue one another write with streaming
+/// stores (see [`Region::streamed`]) unless `blocking` says otherwise, and transposes too if it
+/// says so (zips, unzips and transposes through a staging buffer); transposes are cut up as
+/// `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
 pub(super) fn schedule(
     region: Region,
     elem_size: usize,
@@ -145,7 +146,8 @@ pub(super) fn schedule(
 }
 
 /// Cuts the innermost loop of a zip or unzip whose destination runs (the kernel's block, when it
-/// is contiguous) continue one another along that loop into runs of up to [`STAGED_RUN_BYTES`],
+/// is contiguous and at most [`STAGED_RUN_BYTES`]) continue one another along that loop into
+/// runs of up to [`STAGED_RUN_BYTES`],
 /// each staged and streamed out as one ([`Region::staged_loop`]); steps that do not fill a whole
 /// run stay in a region of their own, with ordinary stores (or, for zips of
 /// [`STREAM_ZIP_MIN_BYTES`] or more, each streamed on its own).
@@ -160,7 +162,7 @@ fn stage_runs(region: Region, elem_size: usize) -> Vec<Region> {
     let Some((&inner, outer)) = region.loops.split_last() else {
         return vec![region];
     };
-    if inner.dst_stride != block as i64 {
+    if inner.dst_stride != block as i64 || block * elem_size > STAGED_RUN_BYTES {
         return vec![region];
     }
     let steps = (STAGED_RUN_BYTES / (block * elem_size))

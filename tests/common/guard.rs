@@ -9,6 +9,7 @@
 //! Shared with the fuzz targets (`fuzz/`), which include this file with `#[path]`.
 #![allow(dead_code)]
 
+use relayout::plan::Blocking;
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
 
 /// Which end of the buffer touches an inaccessible page.
@@ -153,6 +154,8 @@ pub struct Run {
     pub pad: Option<u64>,
     /// Threads for `Options::threads`.
     pub threads: usize,
+    /// A blocking to pin (`Options::blocking`), or `None` for the default.
+    pub blocking: Option<Blocking>,
 }
 
 /// Compiles `src → dst` and runs it with both buffers guarded at each [`Edge`], comparing the
@@ -180,6 +183,9 @@ fn check_guarded_as<T: Element + PartialEq + std::fmt::Debug>(
         .min_bytes_per_thread(1);
     if let Some(bits) = run.pad {
         options = options.pad_bits(bits);
+    }
+    if let Some(b) = run.blocking {
+        options = options.blocking(b);
     }
     let kernel =
         compile_relayout_with(src, dst, options).map_err(|e| format!("compile {}: {e}", what()))?;
