@@ -155,11 +155,10 @@ impl Options {
         }
     }
 
-    /// Tune large relayouts by measurement (the blocking of transposes, and whether copies and
-    /// zips stream): compile each distinct candidate
-    /// ([`Blocking::CANDIDATES`]), run each on the first runs (four in a row each, the last three
-    /// counted; every candidate is a correct kernel, so those runs do the real work), then keep the
-    /// fastest. The choice is
+    /// Tune large relayouts by measurement (the blocking of transposes, and whether copies, zips
+    /// and unzips stream): compile each distinct candidate ([`Blocking::CANDIDATES`]), run each
+    /// on the first runs (four in a row each, the last three counted; every candidate is a
+    /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
     /// remembered for the process. Pairs with small destinations (under
     /// [`plan::STREAM_MIN_BYTES`](crate::plan::STREAM_MIN_BYTES)) or a single distinct candidate
     /// are not tuned, nor are relayouts whose blocking [`Options::blocking`] pins.

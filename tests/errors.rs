@@ -480,3 +480,67 @@ fn fuzz_findings() {
     overflow("cute:(4294967296,4294967296):(0,0)");
     overflow("morello:[4294967296, 4294967296] [0, 1]");
 }
+
+#[test]
+fn degenerate_blockings_still_move_every_element() {
+    use relayout::plan::Blocking;
+    use relayout::{compile_relayout_with, reference, Options};
+    // A caller's blocking is only advice on how to cut the loops: zeros and absurd sizes must
+    // neither panic nor change what moves where.
+    let (zeros, huge) = (
+        Blocking {
+            run_bytes: 0,
+            block_bytes: 0,
+            macro_strips: 0,
+            macro_blocks: 0,
+            stage: true,
+            stream: true,
+            stream_copies: true,
+            across: true,
+            stream_min_bytes: 0,
+        },
+        Blocking {
+            run_bytes: usize::MAX,
+            block_bytes: usize::MAX,
+            macro_strips: usize::MAX,
+            macro_blocks: usize::MAX,
+            stage: true,
+            stream: true,
+            stream_copies: false,
+            across: false,
+            stream_min_bytes: usize::MAX,
+        },
+    );
+    let pairs = [
+        (Layout::row_major(&[37, 70]), Layout::col_major(&[37, 70])),
+        (
+            Layout::row_major(&[300, 700]),
+            Layout::col_major(&[300, 700]),
+        ),
+        (
+            Layout::row_major(&[300, 2, 17]),
+            Layout::ordered(&[300, 2, 17], &[0, 2, 1]),
+        ),
+    ];
+    for (src, dst) in pairs {
+        let (src, dst) = (src.unwrap(), dst.unwrap());
+        let a: Vec<u32> = (0..src.cosize() as u32).collect();
+        let mut want = vec![0u32; dst.cosize()];
+        reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+        let huge_macro = Blocking {
+            macro_strips: usize::MAX,
+            macro_blocks: usize::MAX,
+            ..Blocking::default()
+        };
+        for blocking in [zeros, huge, huge_macro] {
+            let options = Options::new()
+                .blocking(blocking)
+                .threads(2)
+                .min_bytes_per_thread(1);
+            let r = compile_relayout_with(&src, &dst, options).unwrap();
+            let mut got = vec![0u32; dst.cosize()];
+            r.run(&a, &mut got).unwrap();
+            assert!(got == want, "{blocking:?}\n{}", r.plan());
+        }
+    }
+}

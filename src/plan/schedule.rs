@@ -344,7 +344,7 @@ fn block_transpose(
 /// and is nearest `target` by ratio.
 fn group(l: Loop, target: usize) -> (Loop, Loop) {
     let ratio = |g: usize| (g as f64 / target as f64).ln().abs();
-    let inner = (1..=l.extent.min(4 * target))
+    let inner = (1..=l.extent.min(target.saturating_mul(4)))
         .filter(|&g| l.extent.is_multiple_of(g))
         .min_by(|&x, &y| ratio(x).total_cmp(&ratio(y)))
         .unwrap_or(1);
