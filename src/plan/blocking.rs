@@ -274,4 +274,16 @@ mod tests {
             Blocking::STAGED_RUNS
         );
     }
+
+    #[test]
+    fn fitting_keeps_the_streaming_threshold() {
+        let early = Blocking {
+            stream_min_bytes: 0,
+            ..Blocking::default()
+        };
+        let staged = early.fitted(8192);
+        assert!(staged.stage, "the default is still fitted");
+        assert_eq!(staged.stream_min_bytes, 0);
+        assert_eq!(early.fitted(2048).stream_min_bytes, 0);
+    }
 }
