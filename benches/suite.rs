@@ -70,7 +70,7 @@ impl<T: Element + PartialEq> State<T> {
         let mut want = vec![T::from_bits(0); n];
         reference::relayout(&src_layout, &src, &dst_layout, &mut want, None).expect("reference");
         let mut dst = PageAligned::filled(n, T::from_bits(u64::MAX));
-        while kernel.blocking().is_none() {
+        while kernel.tactics().is_none() {
             kernel.run(&src, &mut dst).expect("the suite's buffers fit");
         }
         State {

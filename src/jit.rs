@@ -1,7 +1,7 @@
-//! Compiling a plan with Cranelift for the host, owning the machine code, and calling it.
+//! Compiling a plan with Cranelift for the host, owning the machine code, and calling it. The
+//! JIT sees a [`Plan`] and nothing else: no layouts, no caches (the engine keeps those).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use cranelift_codegen::control::ControlPlane;
@@ -15,12 +15,9 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 
 use crate::codegen;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
-use crate::plan::{Blocking, Plan};
+use crate::plan::Plan;
 use crate::runtime;
-
-/// Kernels the cache keeps alive; the oldest is dropped first when it is full.
-const CACHE_CAPACITY: usize = 256;
+use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The generated function: `(src, dst, begin, end)`.
 type KernelFn = unsafe extern "C" fn(*const u8, *mut u8, i64, i64);
@@ -31,6 +28,8 @@ pub(crate) struct Compiled {
     module: Option<JITModule>,
     entry: KernelFn,
     plan: Arc<Plan>,
+    /// Whether the kernel writes with streaming stores, which a call fences afterwards.
+    streams: bool,
     /// Microseconds from the start of planning to finalized machine code.
     pub(crate) compile_micros: f64,
     clif: OnceLock<String>,
@@ -65,7 +64,7 @@ impl Compiled {
         // SAFETY: the caller upholds the buffer contract above; the generated code touches only
         // the elements the plan maps, all inside those lengths (checked by the plan tests).
         unsafe { (self.entry)(src, dst, begin as i64, end as i64) };
-        if self.plan.regions().iter().any(|r| r.streamed) {
+        if self.streams {
             runtime::fence();
         }
     }
@@ -101,8 +100,15 @@ fn host_isa() -> Result<OwnedTargetIsa> {
 }
 
 /// Compiles `plan` into a new JIT module of its own; `start` is when planning began, so that
-/// [`Compiled::compile_micros`] covers planning, code generation and Cranelift.
-fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
+/// [`Compiled::compile_micros`] covers planning, code generation and Cranelift. Plans for other
+/// vectors than Cranelift's 16-byte ones are refused.
+pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
+    let vector_bytes = plan.target().vector_bytes;
+    if vector_bytes != CRANELIFT_VECTOR_BYTES {
+        return Err(Error::Unsupported(format!(
+            "a plan for {vector_bytes}-byte vectors: the JIT emits {CRANELIFT_VECTOR_BYTES}-byte vectors only"
+        )));
+    }
     let codegen_err = |e: &dyn std::fmt::Display| Error::Codegen(e.to_string());
     let isa = host_isa()?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
@@ -130,6 +136,7 @@ fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     Ok(Compiled {
         module: Some(module),
         entry,
+        streams: plan.streams(),
         plan,
         compile_micros: start.elapsed().as_secs_f64() * 1e6,
         clif: OnceLock::new(),
@@ -180,72 +187,4 @@ impl Compiled {
             .as_deref()
             .map_err(|e| Error::Codegen(e.clone()))
     }
-}
-
-/// What identifies a kernel in the cache.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Key {
-    src: Layout,
-    dst: Layout,
-    elem_size: usize,
-    blocking: Blocking,
-}
-
-/// A bounded cache of compiled kernels keyed by layout pair and element size.
-#[derive(Default)]
-struct Cache {
-    kernels: HashMap<Key, (Arc<Plan>, Arc<Compiled>)>,
-    order: VecDeque<Key>,
-}
-
-/// Returns the plan and kernel for a pair, compiling them on a cache miss (always, and leaving
-/// the cache alone, when `use_cache` is false). The third value says whether it was a hit.
-pub(crate) fn cached(
-    src: &Layout,
-    dst: &Layout,
-    elem_size: usize,
-    blocking: Blocking,
-    use_cache: bool,
-) -> Result<(Arc<Plan>, Arc<Compiled>, bool)> {
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Mutex::default);
-    let key = Key {
-        src: src.clone(),
-        dst: dst.clone(),
-        elem_size,
-        blocking,
-    };
-    if use_cache {
-        if let Some((plan, kernel)) = lock(cache).kernels.get(&key) {
-            return Ok((plan.clone(), kernel.clone(), true));
-        }
-    }
-    let start = Instant::now();
-    let plan = Arc::new(Plan::with_blocking(src, dst, elem_size, blocking)?);
-    let kernel = Arc::new(compile(plan.clone(), start)?);
-    if !use_cache {
-        return Ok((plan, kernel, false));
-    }
-    let mut guard = lock(cache);
-    if guard.kernels.len() >= CACHE_CAPACITY {
-        if let Some(old) = guard.order.pop_front() {
-            guard.kernels.remove(&old);
-        }
-    }
-    if guard
-        .kernels
-        .insert(key.clone(), (plan.clone(), kernel.clone()))
-        .is_none()
-    {
-        guard.order.push_back(key);
-    }
-    Ok((plan, kernel, false))
-}
-
-/// Locks the cache, recovering from a panic in another thread (the map stays consistent: every
-/// update is a single insert or remove).
-fn lock(cache: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
-    cache
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

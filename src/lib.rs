@@ -4,6 +4,7 @@
 pub mod algebra;
 mod codegen;
 mod dtype;
+mod engine;
 mod error;
 mod jit;
 pub mod layout;
@@ -13,9 +14,11 @@ pub mod reference;
 mod relayout;
 mod runtime;
 pub mod suite;
+mod target;
 mod tune;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use layout::{Coords, Digit, Layout, Source};
 pub use relayout::{compile_relayout, compile_relayout_with, Element, Options, Relayout};
+pub use target::{Target, CRANELIFT_VECTOR_BYTES};

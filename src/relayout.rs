@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::dtype::DType;
+use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
-use crate::jit;
 use crate::layout::Layout;
-use crate::plan::{Blocking, Plan, STREAM_MIN_BYTES};
-use crate::tune::{self, Candidate, TuneKey, Tuner};
+use crate::plan::{Plan, Tactics};
+use crate::target::Target;
+use crate::tune::Tuner;
 
 /// A plain element type a kernel can move: the primitive integers and floats of 1, 2, 4 and 8
 /// bytes. (Use `u16` for `f16`/`bf16` data: a relayout only moves bits.)
@@ -40,7 +41,8 @@ macro_rules! element {
 element!(u8 => u8, i8 => u8, u16 => u16, i16 => u16, u32 => u32, i32 => u32, f32 => u32,
          u64 => u64, i64 => u64, f64 => u64);
 
-/// How to compile and run a relayout: element size, padding value, threads.
+/// How to compile and run a relayout: element size, padding value, threads, tuning, and the
+/// machine to plan for.
 ///
 /// ```
 /// use relayout::{compile_relayout_with, DType, Layout, Options};
@@ -63,7 +65,8 @@ pub struct Options {
     min_bytes_per_thread: usize,
     tune: bool,
     cache: bool,
-    blocking: Option<Blocking>,
+    tactics: Option<Tactics>,
+    target: Target,
 }
 
 impl Default for Options {
@@ -75,7 +78,8 @@ impl Default for Options {
             min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
             tune: false,
             cache: true,
-            blocking: None,
+            tactics: None,
+            target: Target::host(),
         }
     }
 }
@@ -156,12 +160,12 @@ impl Options {
     }
 
     /// Tune large relayouts by measurement (the blocking of transposes, and whether copies, zips
-    /// and unzips stream): compile each distinct candidate ([`Blocking::CANDIDATES`]), run each
+    /// and unzips stream): compile each distinct candidate ([`Tactics::CANDIDATES`]), run each
     /// on the first runs (four in a row each, the last three counted; every candidate is a
     /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
-    /// remembered for the process. Pairs with small destinations (under
-    /// [`plan::STREAM_MIN_BYTES`](crate::plan::STREAM_MIN_BYTES)) or a single distinct candidate
-    /// are not tuned, nor are relayouts whose blocking [`Options::blocking`] pins.
+    /// remembered for the process. Pairs with small destinations (under the target's
+    /// [`stream_min_bytes`](Target::stream_min_bytes)) or a single distinct candidate are not
+    /// tuned, nor are relayouts whose tactics [`Options::tactics`] pins.
     pub fn tune(self, on: bool) -> Options {
         Options { tune: on, ..self }
     }
@@ -184,30 +188,51 @@ impl Options {
         Options { cache: on, ..self }
     }
 
-    /// Compile with this blocking rather than the default or a tuned one (tuning is then off):
-    /// for pinning what an earlier tuning chose (see [`Relayout::blocking`]), or for timing one
+    /// Compile with these tactics rather than the default or tuned ones (tuning is then off):
+    /// for pinning what an earlier tuning chose (see [`Relayout::tactics`]), or for timing one
     /// candidate against another.
     ///
     /// ```
-    /// use relayout::plan::Blocking;
+    /// use relayout::plan::{BlockWrite, Blocking, Tactics};
     /// use relayout::{compile_relayout_with, Layout, Options};
     ///
     /// let src = Layout::row_major(&[256, 256])?;
     /// let dst = Layout::col_major(&[256, 256])?;
-    /// let staged = Blocking {
-    ///     stage: true,
-    ///     ..Blocking::default()
-    /// };
-    /// let r = compile_relayout_with(&src, &dst, Options::new().tune(true).blocking(staged))?;
-    /// assert_eq!(r.blocking(), Some(staged));
+    /// let staged = Tactics::fixed(Blocking {
+    ///     write: BlockWrite::Staged,
+    ///     ..Blocking::DEFAULT
+    /// });
+    /// let r = compile_relayout_with(&src, &dst, Options::new().tune(true).tactics(staged))?;
+    /// assert_eq!(r.tactics(), Some(staged));
     /// assert!(r.plan().to_string().contains("staged"));
     /// # Ok::<(), relayout::Error>(())
     /// ```
-    pub fn blocking(self, blocking: Blocking) -> Options {
+    pub fn tactics(self, tactics: Tactics) -> Options {
         Options {
-            blocking: Some(blocking),
+            tactics: Some(tactics),
             ..self
         }
+    }
+
+    /// Plan for this machine rather than the host ([`Target::host`]). Only plans for the
+    /// host's vector width compile; the other facts (cache geometry, the streaming threshold,
+    /// the staging limit) change the plan, not whether it runs, which is how the tests run
+    /// streamed kernels on small tensors.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, Layout, Options, Target};
+    ///
+    /// let eager = Target {
+    ///     stream_min_bytes: 0,
+    ///     ..Target::host()
+    /// };
+    /// let (src, dst) = (Layout::row_major(&[4, 256])?, Layout::row_major(&[4, 256])?);
+    /// let r = compile_relayout_with(&src, &dst, Options::new().target(eager))?;
+    /// assert!(r.plan().to_string().contains("streaming stores"));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn target(self, target: Target) -> Options {
+        Options { target, ..self }
     }
 }
 
@@ -227,11 +252,12 @@ pub struct Relayout {
     cache_hit: bool,
 }
 
-/// The kernel of a relayout, or the candidates it is choosing among.
+/// The kernel of a relayout, or the candidates it is choosing among (and what the choice is to
+/// be remembered by).
 #[derive(Clone)]
 enum Kernels {
     One(Arc<Candidate>),
-    Tuned(Arc<Tuner>),
+    Tuned(Arc<Tuner>, Arc<TuneKey>),
 }
 
 /// Compiles the relayout from `src` to `dst` for 4-byte elements (`f32`, `u32`, `i32`).
@@ -252,42 +278,37 @@ pub fn compile_relayout(src: &Layout, dst: &Layout) -> Result<Relayout> {
 }
 
 /// Compiles the relayout from `src` to `dst` with the given [`Options`]. Compiling a pair that
-/// was compiled before (same layouts and element size) returns the cached kernel.
+/// was compiled before (same layouts, element size, tactics and target) returns the cached
+/// kernel.
 pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Result<Relayout> {
-    let elem_size = options.elem_size;
-    let key = TuneKey {
+    let engine = Engine::global();
+    let mut request = Request {
         src: src.clone(),
         dst: dst.clone(),
-        elem_size,
+        elem_size: options.elem_size,
+        tactics: Tactics::default(),
+        target: options.target,
+    };
+    let tune = options.tune && options.tactics.is_none();
+    let key = TuneKey {
+        request: request.clone(),
         threads: options.threads,
     };
-    let tune = options.tune && options.blocking.is_none();
-    let remembered = tune.then(|| tune::remembered(&key)).flatten();
-    let blocking = options.blocking.or(remembered).unwrap_or_default();
-    let (plan, kernel, cache_hit) = jit::cached(src, dst, elem_size, blocking, options.cache)?;
-    let large = plan.dst_len().saturating_mul(elem_size) >= STREAM_MIN_BYTES;
-    let mut candidates = vec![Candidate {
-        blocking,
-        plan,
-        kernel,
-    }];
-    if tune && remembered.is_none() && large {
-        for &blocking in &Blocking::CANDIDATES[1..] {
-            let plan = Plan::with_blocking(src, dst, elem_size, blocking)?;
-            if candidates.iter().all(|c| *c.plan != plan) {
-                let (plan, kernel, _) = jit::cached(src, dst, elem_size, blocking, options.cache)?;
-                candidates.push(Candidate {
-                    blocking,
-                    plan,
-                    kernel,
-                });
-            }
-        }
-    }
-    let kernels = if candidates.len() > 1 {
-        Kernels::Tuned(Arc::new(Tuner::new(key, candidates)))
+    let remembered = tune.then(|| engine.remembered(&key)).flatten();
+    request.tactics = options.tactics.or(remembered).unwrap_or_default();
+    let (first, cache_hit) = engine.candidate(&request, options.cache)?;
+    let large =
+        first.plan.dst_len().saturating_mul(options.elem_size) >= options.target.stream_min_bytes;
+    let alternatives = if tune && remembered.is_none() && large {
+        engine.alternatives(&first, &request, options.cache)?
     } else {
-        Kernels::One(Arc::new(candidates.remove(0)))
+        Vec::new()
+    };
+    let kernels = if alternatives.is_empty() {
+        Kernels::One(Arc::new(first))
+    } else {
+        let candidates = std::iter::once(first).chain(alternatives).collect();
+        Kernels::Tuned(Arc::new(Tuner::new(candidates)), Arc::new(key))
     };
     Ok(Relayout {
         kernels,
@@ -346,13 +367,15 @@ impl Relayout {
         match &self.kernels {
             // SAFETY: forwarded from the caller.
             Kernels::One(c) => unsafe { self.launch_candidate(c, src, dst) },
-            Kernels::Tuned(tuner) => {
+            Kernels::Tuned(tuner, key) => {
                 let (candidate, trial) = tuner.next();
                 let start = Instant::now();
                 // SAFETY: forwarded from the caller; all candidates move the same elements.
                 unsafe { self.launch_candidate(candidate, src, dst) };
-                if trial {
-                    tuner.record(candidate.blocking, start.elapsed());
+                if let Some(i) = trial {
+                    if let Some(chosen) = tuner.record(i, start.elapsed()) {
+                        Engine::global().remember(TuneKey::clone(key), chosen.tactics);
+                    }
                 }
             }
         }
@@ -418,7 +441,7 @@ impl Relayout {
     fn current(&self) -> &Candidate {
         match &self.kernels {
             Kernels::One(c) => c,
-            Kernels::Tuned(tuner) => tuner.current(),
+            Kernels::Tuned(tuner, _) => tuner.current(),
         }
     }
 
@@ -452,12 +475,12 @@ impl Relayout {
         self.current().kernel.compile_micros
     }
 
-    /// The blocking of the kernel in use, or `None` while [`Options::tune`] is still measuring
+    /// The tactics of the kernel in use, or `None` while [`Options::tune`] is still measuring
     /// the candidates.
-    pub fn blocking(&self) -> Option<Blocking> {
+    pub fn tactics(&self) -> Option<Tactics> {
         match &self.kernels {
-            Kernels::One(c) => Some(c.blocking),
-            Kernels::Tuned(tuner) => tuner.chosen().map(|c| c.blocking),
+            Kernels::One(c) => Some(c.tactics),
+            Kernels::Tuned(tuner, _) => tuner.chosen().map(|c| c.tactics),
         }
     }
 

@@ -92,7 +92,7 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
 }
 
 /// Bytes of a cache line: this routine streams whole lines only.
-const LINE_BYTES: usize = 64;
+const LINE_BYTES: usize = crate::target::HOST_LINE_BYTES;
 
 /// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines with nothing but loads and
 /// streaming stores, any other row through [`copy_row`].

@@ -483,34 +483,61 @@ fn fuzz_findings() {
 
 #[test]
 fn degenerate_blockings_still_move_every_element() {
-    use relayout::plan::Blocking;
-    use relayout::{compile_relayout_with, reference, Options};
-    // A caller's blocking is only advice on how to cut the loops: zeros and absurd sizes must
-    // neither panic nor change what moves where.
-    let (zeros, huge) = (
-        Blocking {
-            run_bytes: 0,
-            block_bytes: 0,
-            macro_strips: 0,
-            macro_blocks: 0,
-            stage: true,
-            stream: true,
-            stream_copies: true,
-            across: true,
-            stream_min_bytes: 0,
-        },
-        Blocking {
-            run_bytes: usize::MAX,
-            block_bytes: usize::MAX,
-            macro_strips: usize::MAX,
-            macro_blocks: usize::MAX,
-            stage: true,
-            stream: true,
-            stream_copies: false,
-            across: false,
-            stream_min_bytes: usize::MAX,
-        },
-    );
+    use relayout::plan::{BlockWrite, Blocking, LargeWrites, Tactics, Walk};
+    use relayout::{compile_relayout_with, reference, Options, Target};
+    // A caller's tactics and machine description are only advice on how to cut and write the
+    // loops: zeros and absurd sizes must neither panic nor change what moves where.
+    let host = Target::host();
+    let zeros = Blocking {
+        run_bytes: 0,
+        block_bytes: 0,
+        macro_strips: 0,
+        macro_blocks: 0,
+        write: BlockWrite::Streamed,
+        walk: Walk::Across,
+    };
+    let huge = Blocking {
+        run_bytes: usize::MAX,
+        block_bytes: usize::MAX,
+        macro_strips: usize::MAX,
+        macro_blocks: usize::MAX,
+        write: BlockWrite::Staged,
+        walk: Walk::Along,
+    };
+    let huge_macro = Blocking {
+        macro_strips: usize::MAX,
+        macro_blocks: usize::MAX,
+        ..Blocking::DEFAULT
+    };
+    let eager = Target {
+        stream_min_bytes: 0,
+        ..host
+    };
+    let odd_machine = Target {
+        line_bytes: 0,
+        l1_sets: 0,
+        stream_min_bytes: 0,
+        stage_limit_bytes: 0,
+        ..host
+    };
+    let never = Target {
+        stream_min_bytes: usize::MAX,
+        stage_limit_bytes: usize::MAX,
+        ..host
+    };
+    let pins = [
+        (Tactics::fixed(zeros), eager),
+        (
+            Tactics {
+                large_writes: LargeWrites::Stored,
+                ..Tactics::fixed(huge)
+            },
+            never,
+        ),
+        (Tactics::fixed(huge_macro), host),
+        (Tactics::default(), odd_machine),
+        (Tactics::fixed(zeros), odd_machine),
+    ];
     let pairs = [
         (Layout::row_major(&[37, 70]), Layout::col_major(&[37, 70])),
         (
@@ -527,20 +554,38 @@ fn degenerate_blockings_still_move_every_element() {
         let a: Vec<u32> = (0..src.cosize() as u32).collect();
         let mut want = vec![0u32; dst.cosize()];
         reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
-        let huge_macro = Blocking {
-            macro_strips: usize::MAX,
-            macro_blocks: usize::MAX,
-            ..Blocking::default()
-        };
-        for blocking in [zeros, huge, huge_macro] {
+        for (tactics, target) in pins {
             let options = Options::new()
-                .blocking(blocking)
+                .tactics(tactics)
+                .target(target)
                 .threads(2)
                 .min_bytes_per_thread(1);
             let r = compile_relayout_with(&src, &dst, options).unwrap();
             let mut got = vec![0u32; dst.cosize()];
             r.run(&a, &mut got).unwrap();
-            assert!(got == want, "{blocking:?}\n{}", r.plan());
+            assert!(got == want, "{tactics:?} {target:?}\n{}", r.plan());
         }
+    }
+}
+
+#[test]
+fn targets_the_jit_cannot_serve_are_errors() {
+    use relayout::{compile_relayout_with, Error, Options, Target};
+    let (src, dst) = (
+        Layout::row_major(&[16, 16]).unwrap(),
+        Layout::col_major(&[16, 16]).unwrap(),
+    );
+    for (vector_bytes, elem_size) in [(0, 4), (2, 4), (24, 4), (32, 4), (64, 1)] {
+        let target = Target {
+            vector_bytes,
+            ..Target::host()
+        };
+        let options = Options::new().elem_size(elem_size).target(target);
+        let err = compile_relayout_with(&src, &dst, options).unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported(_)),
+            "{vector_bytes}: {err}"
+        );
+        assert!(err.to_string().contains("-byte vectors"), "{err}");
     }
 }

@@ -7,8 +7,9 @@ mod common;
 
 use common::guard::{check_guarded, Edge, Guarded, Run, EDGES};
 use common::random_layouts::pair_from;
+use common::Pin;
 use proptest::prelude::*;
-use relayout::plan::Blocking;
+use relayout::plan::Tactics;
 use relayout::{Digit, Layout, Source};
 
 /// Runs `src → dst` at every element size, with and without padding, on 1 and 3 threads.
@@ -20,7 +21,7 @@ fn check_all(src: &Layout, dst: &Layout) {
                     elem_size,
                     pad,
                     threads,
-                    blocking: None,
+                    pin: None,
                 };
                 if let Err(e) = check_guarded(src, dst, run) {
                     panic!("{e}");
@@ -99,23 +100,20 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     /// Random pairs from the shared generator, every element size, random padding and threads,
-    /// half of them with a candidate blocking that streams and stages whatever it can however
+    /// half of them with a candidate tactics that stream and stages whatever it can however
     /// small the destination.
     #[test]
     fn random_pairs_stay_inside_their_buffers(
         bytes in proptest::collection::vec(any::<u8>(), 0..400),
         pad in any::<bool>(),
         threads in 1usize..5,
-        candidate in proptest::option::of(0..Blocking::CANDIDATES.len()),
+        candidate in proptest::option::of(0..Tactics::CANDIDATES.len()),
     ) {
         let pair = pair_from(&mut bytes.into_iter());
-        let blocking = candidate.map(|k| Blocking {
-            stream_min_bytes: 0,
-            ..Blocking::CANDIDATES[k]
-        });
+        let pin = candidate.map(Pin::eager);
         for elem_size in [1, 2, 4, 8] {
             let pad = pad.then_some(0x1234_5678_9ABC_DEF0);
-            let run = Run { elem_size, pad, threads, blocking };
+            let run = Run { elem_size, pad, threads, pin };
             if let Err(e) = check_guarded(&pair.src.layout, &pair.dst.layout, run) {
                 return Err(TestCaseError::fail(format!("{pair}\n{e}")));
             }
@@ -179,7 +177,7 @@ fn streamed_runs_and_staged_transposes() {
                 elem_size: 4,
                 pad: None,
                 threads,
-                blocking: None,
+                pin: None,
             };
             check_guarded(src, dst, run).unwrap();
         }
@@ -193,7 +191,7 @@ fn streamed_runs_and_staged_transposes() {
             elem_size,
             pad: None,
             threads: 2,
-            blocking: None,
+            pin: None,
         };
         check_guarded(&strips, &zipped, run).unwrap();
     }
@@ -208,7 +206,7 @@ fn long_copies_split_between_threads() {
                 elem_size,
                 pad: None,
                 threads,
-                blocking: None,
+                pin: None,
             };
             check_guarded(&l, &l, run).unwrap();
         }

@@ -65,13 +65,14 @@ fn transposes_into_rows_that_share_l1_sets() {
     let src = Layout::row_major(&[500, 37]).unwrap();
     let dst = Layout::from_strides(&[500, 37], &[1, 1024]).unwrap();
     let plan = Plan::new(&src, &dst, 4).unwrap();
-    assert!(plan.regions().iter().any(|r| r.staged), "{plan}");
-    assert!(!plan.regions().iter().any(|r| r.streamed), "{plan}");
+    assert!(plan.stage_bytes().is_some(), "{plan}");
+    assert!(!plan.streams(), "{plan}");
 }
 
 #[test]
-fn every_candidate_blocking_moves_every_element() {
-    use relayout::plan::{Blocking, Plan};
+fn every_candidate_tactics_moves_every_element() {
+    use relayout::plan::{Plan, Tactics};
+    use relayout::Target;
     // Transposes with tails on both sides, rows that share L1 sets, and a batch of them (NCHW ->
     // NHWC), at every element size: each candidate's plan, interpreted and run.
     let pairs = [
@@ -91,40 +92,47 @@ fn every_candidate_blocking_moves_every_element() {
     ];
     for (src, dst) in pairs {
         let (src, dst) = (src.unwrap(), dst.unwrap());
-        for &blocking in &Blocking::CANDIDATES {
+        for &tactics in &Tactics::CANDIDATES {
             check_plan_moves_of(
-                &Plan::with_blocking(&src, &dst, 4, blocking).unwrap(),
+                &Plan::with_tactics(&src, &dst, 4, tactics, Target::host()).unwrap(),
                 &src,
                 &dst,
             );
-            check_pair_blocked::<u8>(&src, &dst, None, Some(blocking));
-            check_pair_blocked::<u16>(&src, &dst, None, Some(blocking));
-            check_pair_blocked::<u32>(&src, &dst, None, Some(blocking));
-            check_pair_blocked::<u64>(&src, &dst, None, Some(blocking));
+            let pin = Some(common::Pin::tactics(tactics));
+            check_pair_blocked::<u8>(&src, &dst, None, pin);
+            check_pair_blocked::<u16>(&src, &dst, None, pin);
+            check_pair_blocked::<u32>(&src, &dst, None, pin);
+            check_pair_blocked::<u64>(&src, &dst, None, pin);
         }
     }
 }
 
 #[test]
 fn streamed_candidates_along_and_across_source_rows() {
-    use relayout::plan::{Blocking, Plan};
-    use relayout::{compile_relayout_with, reference, Options};
+    use relayout::plan::{BlockWrite, Plan, Tactics, Tiling, Walk};
+    use relayout::{compile_relayout_with, reference, Options, Target};
     // 9 MB: large enough to stream, with partial blocks on both sides.
     let src = Layout::row_major(&[1100, 2050]).unwrap();
     let dst = Layout::col_major(&[1100, 2050]).unwrap();
     let a: Vec<u32> = common::pattern(src.cosize());
     let mut want = vec![0u32; dst.cosize()];
     reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
-    for &blocking in Blocking::CANDIDATES.iter().filter(|b| b.stream) {
-        let plan = Plan::with_blocking(&src, &dst, 4, blocking).unwrap();
+    let streamed = Tactics::CANDIDATES
+        .into_iter()
+        .filter_map(|t| match t.tiling {
+            Tiling::Fixed(b) if b.write == BlockWrite::Streamed => Some((t, b)),
+            _ => None,
+        });
+    for (tactics, blocking) in streamed {
+        let plan = Plan::with_tactics(&src, &dst, 4, tactics, Target::host()).unwrap();
         let text = plan.to_string();
         assert!(text.contains("streamed out"), "{text}");
         assert_eq!(
             text.contains("across source rows"),
-            blocking.across,
+            blocking.walk == Walk::Across,
             "{text}"
         );
-        let options = Options::new().elem_size(4).blocking(blocking);
+        let options = Options::new().elem_size(4).tactics(tactics);
         let r = compile_relayout_with(&src, &dst, options).unwrap();
         let mut got = vec![0u32; dst.cosize()];
         r.run(&a, &mut got).unwrap();
@@ -192,7 +200,11 @@ fn streamed_odd_even_strips_in_staged_runs() {
         let dst = odd_even_rows(rows, n, (n + gap) as i64);
         for (from, to) in [(&src, &dst), (&dst, &src)] {
             let plan = Plan::new(from, to, 4).unwrap();
-            let staged = plan.regions().iter().filter(|r| r.staged_loop).count();
+            let staged = plan
+                .regions()
+                .iter()
+                .filter(|r| common::stages_a_run(r))
+                .count();
             assert!(staged > 0 && plan.regions().len() > staged, "{plan}");
             common::check_plan_moves_of(&plan, from, to);
             check_pair_as::<u32>(from, to, None);
@@ -214,7 +226,7 @@ fn staged_runs_of_zips_with_element_tails() {
     let dst = Layout::ordered(&[70_000, 2, 17], &[0, 2, 1]).unwrap();
     for (from, to) in [(&src, &dst), (&dst, &src)] {
         let plan = Plan::new(from, to, 4).unwrap();
-        assert!(plan.regions().iter().any(|r| r.staged_loop), "{plan}");
+        assert!(plan.regions().iter().any(common::stages_a_run), "{plan}");
         check_pair_as::<u32>(from, to, None);
     }
 }
@@ -229,7 +241,7 @@ fn streamed_xla_sub_tiles_in_staged_runs() {
         let src = Layout::parse(&format!("xla:bf16[{dims}]{{1,0}}")).unwrap();
         let dst = Layout::parse(&format!("xla:bf16[{dims}]{{1,0:T(8,128)(2,1)}}")).unwrap();
         let plan = Plan::new(&src, &dst, 2).unwrap();
-        assert!(plan.regions().iter().any(|r| r.staged_loop), "{plan}");
+        assert!(plan.regions().iter().any(common::stages_a_run), "{plan}");
         check_pair_as::<u16>(&src, &dst, None);
         check_pair_as::<u16>(&src, &dst, Some(0xbeef));
     }
@@ -368,16 +380,17 @@ fn zip_and_unzip_kernels_for_short_strips() {
 
 #[test]
 fn large_destinations_are_streamed_and_correct() {
-    use relayout::plan::{Plan, STREAM_MIN_BYTES};
+    use relayout::plan::Plan;
+    use relayout::Target;
     // 12 MB of u32 in runs of 1_000_003 elements (runs after the first start unaligned),
     // and a permutation that moves runs of 300_000 elements.
     let long = Layout::row_major(&[3, 1_000_003]).unwrap();
     let runs = Layout::row_major(&[3, 4, 300_000]).unwrap();
     let swapped = Layout::ordered(&[3, 4, 300_000], &[1, 0, 2]).unwrap();
     for (src, dst) in [(&long, &long), (&runs, &swapped)] {
-        assert!(dst.cosize() * 4 >= STREAM_MIN_BYTES);
+        assert!(dst.cosize() * 4 >= Target::host().stream_min_bytes);
         let plan = Plan::new(src, dst, 4).unwrap();
-        assert!(plan.regions().iter().any(|r| r.streamed), "{plan}");
+        assert!(plan.streams(), "{plan}");
         check_pair_as::<u32>(src, dst, None);
         check_pair_as::<u32>(src, dst, Some(7));
     }
@@ -388,7 +401,8 @@ fn large_destinations_are_streamed_and_correct() {
 
 #[test]
 fn large_destinations_stream_short_runs_and_zips() {
-    use relayout::plan::{Kernel, Plan};
+    use relayout::plan::{CopyWrite, Kernel, Plan, ZipWrite};
+    use relayout::Target;
     // NHWC to NCHW16c (64-byte runs of 16 u32, one per channel block of a pixel) and XLA's
     // (8,128) tiles (512-byte runs), both over 8 MiB: streamed copies whose innermost loop is
     // handed to the streaming routine as rows.
@@ -402,7 +416,7 @@ fn large_destinations_stream_short_runs_and_zips() {
         assert!(
             plan.regions()
                 .iter()
-                .any(|r| r.streamed && matches!(r.kernel, Kernel::Copy { len } if len < 1024)),
+                .any(|r| matches!(r.kernel, Kernel::Copy { len, write: CopyWrite::Streamed { .. } } if len < 1024)),
             "{plan}"
         );
         check_pair_as::<u32>(&src, &dst, None);
@@ -413,9 +427,13 @@ fn large_destinations_stream_short_runs_and_zips() {
     let dst = Layout::parse("xla:bf16[2048,2304]{1,0:T(8,128)(2,1)}").unwrap();
     let plan = Plan::new(&src, &dst, 2).unwrap();
     assert!(
-        plan.regions()
-            .iter()
-            .any(|r| r.staged && r.streamed && matches!(r.kernel, Kernel::Zip { .. })),
+        plan.regions().iter().any(|r| matches!(
+            r.kernel,
+            Kernel::Zip {
+                write: ZipWrite::StreamedTile | ZipWrite::StreamedRun { .. },
+                ..
+            }
+        )),
         "{plan}"
     );
     check_pair_as::<u16>(&src, &dst, None);
@@ -425,42 +443,35 @@ fn large_destinations_stream_short_runs_and_zips() {
     let src = Layout::row_major(&[2, 2_100_001]).unwrap();
     let dst = Layout::col_major(&[2, 2_100_001]).unwrap();
     let plan = Plan::new(&src, &dst, 2).unwrap();
-    assert!(plan.regions().iter().any(|r| r.staged), "{plan}");
-    for r in plan.regions().iter().filter(|r| r.staged) {
-        let (x, y) = r.kernel.tile_loops().unwrap();
-        assert!(
-            x.extent * y.extent * 2 <= relayout::plan::MAX_STAGE_BYTES,
-            "{plan}"
-        );
+    assert!(plan.stage_bytes().is_some(), "{plan}");
+    for bytes in plan.regions().iter().filter_map(|r| r.stage_bytes(2)) {
+        assert!(bytes <= Target::host().stage_limit_bytes, "{plan}");
     }
     check_pair_as::<u16>(&src, &dst, None);
 }
 
 #[test]
 fn staging_is_bounded_whatever_the_blocking() {
-    use relayout::plan::{Blocking, Plan, MAX_STAGE_BYTES};
+    use relayout::plan::{BlockWrite, Blocking, Plan, Tactics, Walk};
+    use relayout::Target;
     // A caller's blocking of 1 MiB staged blocks: too large for a stack slot, so stored in place.
     let huge = Blocking {
         run_bytes: 4096,
         block_bytes: 1 << 20,
         macro_strips: 1,
         macro_blocks: 1,
-        stage: true,
-        stream: true,
-        stream_copies: true,
-        across: false,
-        stream_min_bytes: relayout::plan::STREAM_MIN_BYTES,
+        write: BlockWrite::Streamed,
+        walk: Walk::Along,
     };
     let src = Layout::row_major(&[1024, 2048]).unwrap();
     let dst = Layout::col_major(&[1024, 2048]).unwrap();
-    let plan = Plan::with_blocking(&src, &dst, 4, huge).unwrap();
+    let host = Target::host();
+    let plan = Plan::with_tactics(&src, &dst, 4, Tactics::fixed(huge), host).unwrap();
     for r in plan.regions() {
-        if let Some((x, y)) = r.kernel.tile_loops() {
-            assert!(
-                !r.staged || x.extent * y.extent * 4 <= MAX_STAGE_BYTES,
-                "{plan}"
-            );
-        }
+        assert!(
+            r.stage_bytes(4).is_none_or(|b| b <= host.stage_limit_bytes),
+            "{plan}"
+        );
     }
     check_pair_as::<u32>(&src, &dst, None);
 }
@@ -472,12 +483,12 @@ fn tune_to_the_end(src: &Layout, dst: &Layout) -> usize {
     use relayout::{compile_relayout_with, reference, Options};
     let options = Options::new().elem_size(4).tune(true);
     let r = compile_relayout_with(src, dst, options).unwrap();
-    assert_eq!(r.blocking(), None, "tuning starts by measuring");
+    assert_eq!(r.tactics(), None, "tuning starts by measuring");
     let a: Vec<u32> = common::pattern(src.cosize());
     let mut want = vec![0u32; dst.cosize()];
     reference::relayout(src, &a, dst, &mut want, None).unwrap();
     let mut runs = 0;
-    while r.blocking().is_none() {
+    while r.tactics().is_none() {
         let mut got = vec![0u32; dst.cosize()];
         r.run(&a, &mut got).unwrap();
         assert!(
@@ -485,15 +496,15 @@ fn tune_to_the_end(src: &Layout, dst: &Layout) -> usize {
             "run {runs} (a trial) differs from the reference"
         );
         runs += 1;
-        assert!(runs <= 4 * relayout::plan::Blocking::CANDIDATES.len());
+        assert!(runs <= 4 * relayout::plan::Tactics::CANDIDATES.len());
     }
-    let chosen = r.blocking().unwrap();
+    let chosen = r.tactics().unwrap();
     let mut got = vec![0u32; dst.cosize()];
     r.run(&a, &mut got).unwrap();
     assert!(got == want);
     // Compiling again remembers the choice.
     let again = compile_relayout_with(src, dst, options).unwrap();
-    assert_eq!(again.blocking(), Some(chosen));
+    assert_eq!(again.tactics(), Some(chosen));
     runs
 }
 
@@ -508,18 +519,23 @@ fn tuning_measures_the_candidates_then_keeps_one() {
 
 #[test]
 fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
-    use relayout::plan::{Blocking, Plan};
+    use relayout::plan::{LargeWrites, Plan, Tactics};
+    use relayout::Target;
     // NHWC -> NCHW16c of 9.6 MB: 64-byte copies into four places at once.
     let src = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, h, w, c]").unwrap();
     let dst = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]").unwrap();
-    let streamed = Plan::with_blocking(&src, &dst, 4, Blocking::default()).unwrap();
-    assert!(streamed.regions().iter().all(|r| r.streamed), "{streamed}");
-    let ordinary = Blocking {
-        stream_copies: false,
-        ..Blocking::default()
+    let host = Target::host();
+    let streamed = Plan::with_tactics(&src, &dst, 4, Tactics::default(), host).unwrap();
+    assert!(
+        streamed.regions().iter().all(|r| r.kernel.streams()),
+        "{streamed}"
+    );
+    let ordinary = Tactics {
+        large_writes: LargeWrites::Stored,
+        ..Tactics::default()
     };
-    let ordinary = Plan::with_blocking(&src, &dst, 4, ordinary).unwrap();
-    assert!(ordinary.regions().iter().all(|r| !r.streamed), "{ordinary}");
+    let ordinary = Plan::with_tactics(&src, &dst, 4, ordinary, host).unwrap();
+    assert!(!ordinary.streams(), "{ordinary}");
     // Those are the only two plans the candidates give: four runs each.
     assert_eq!(tune_to_the_end(&src, &dst), 8);
 }

@@ -1,6 +1,6 @@
 //! Random layout pairs: the JIT against the reference, bit for bit, for 1-, 2-, 4- and 8-byte
 //! elements, with and without a pad value, some on several threads, half of them with a
-//! candidate blocking that streams and stages whatever it can however small the destination.
+//! candidate tactics that stream and stage whatever it can however small the destination.
 //!
 //! The pairs come from `common::random_layouts` (the generator the fuzz targets use). The case
 //! count is 2000 unless `PROPTEST_CASES` says otherwise, for a long run:
@@ -13,8 +13,9 @@ use std::collections::HashMap;
 use common::random_layouts::{
     generate, pair_from, shape, Choices, Kind, Pair, Role, KINDS, MAX_COSIZE,
 };
+use common::Pin;
 use proptest::prelude::*;
-use relayout::plan::Blocking;
+use relayout::plan::Tactics;
 use relayout::{compile_relayout_with, reference, Element, Error, Options};
 
 /// 2000 cases unless `PROPTEST_CASES` is set.
@@ -32,7 +33,7 @@ fn check_as<T: Element + PartialEq + std::fmt::Debug>(
     pair: &Pair,
     pad: Option<u64>,
     threads: usize,
-    blocking: Option<Blocking>,
+    pin: Option<Pin>,
 ) -> Result<(), TestCaseError> {
     let (src, dst) = (&pair.src.layout, &pair.dst.layout);
     let a: Vec<T> = common::pattern(src.cosize());
@@ -47,11 +48,15 @@ fn check_as<T: Element + PartialEq + std::fmt::Debug>(
     if let Some(bits) = pad {
         options = options.pad_bits(bits);
     }
-    if let Some(b) = blocking {
-        options = options.blocking(b);
+    if let Some(pin) = pin {
+        options = pin.apply(options);
     }
     let kernel = compile_relayout_with(src, dst, options)
         .map_err(|e| TestCaseError::fail(format!("compile: {e}\n{pair}")))?;
+    kernel
+        .plan()
+        .verify()
+        .map_err(|v| TestCaseError::fail(format!("plan: {v}\n{pair}\n{}", kernel.plan())))?;
     let mut got = vec![marker; dst.cosize()];
     kernel
         .run(&a, &mut got)
@@ -59,7 +64,7 @@ fn check_as<T: Element + PartialEq + std::fmt::Debug>(
     if got != want {
         let first = (0..want.len()).find(|&i| got[i] != want[i]).unwrap_or(0);
         return Err(TestCaseError::fail(format!(
-            "{}-byte elements, pad {pad:?}, {threads} thread(s), {blocking:?}: slot {first} differs\n{pair}\nplan:\n{}",
+            "{}-byte elements, pad {pad:?}, {threads} thread(s), {pin:?}: slot {first} differs\n{pair}\nplan:\n{}",
             std::mem::size_of::<T>(),
             kernel.plan()
         )));
@@ -75,20 +80,17 @@ proptest! {
         bytes in proptest::collection::vec(any::<u8>(), 0..400),
         pad in any::<bool>(),
         threads in prop_oneof![6 => Just(1usize), 1 => 2usize..5],
-        candidate in proptest::option::of(0..Blocking::CANDIDATES.len()),
+        candidate in proptest::option::of(0..Tactics::CANDIDATES.len()),
     ) {
         let pair = pair_from(&mut bytes.into_iter());
         let pad = pad.then_some(0x5A5A_5A5A_5A5A_5A5Au64);
         // A candidate that streams from the first byte: streamed copies, staged and streamed
         // transposes, zips and unzips, on destinations of any size.
-        let blocking = candidate.map(|k| Blocking {
-            stream_min_bytes: 0,
-            ..Blocking::CANDIDATES[k]
-        });
-        check_as::<u8>(&pair, pad, threads, blocking)?;
-        check_as::<u16>(&pair, pad, threads, blocking)?;
-        check_as::<u32>(&pair, pad, threads, blocking)?;
-        check_as::<u64>(&pair, pad, threads, blocking)?;
+        let pin = candidate.map(Pin::eager);
+        check_as::<u8>(&pair, pad, threads, pin)?;
+        check_as::<u16>(&pair, pad, threads, pin)?;
+        check_as::<u32>(&pair, pad, threads, pin)?;
+        check_as::<u64>(&pair, pad, threads, pin)?;
     }
 }
 

@@ -281,7 +281,8 @@ fn bench_named_cases_in_the_other_formats() {
 
 #[test]
 fn bench_candidates_time_each_distinct_blocking() {
-    use relayout::plan::{Blocking, Plan};
+    use relayout::plan::{Plan, Tactics};
+    use relayout::Target;
     let rows = bench_tsv(&[
         "--reduced",
         "--runs",
@@ -298,8 +299,9 @@ fn bench_candidates_time_each_distinct_blocking() {
         let (src, dst) = case.layouts().unwrap();
         let mut plans: Vec<Plan> = Vec::new();
         let mut want = Vec::new();
-        for (k, &b) in Blocking::CANDIDATES.iter().enumerate() {
-            let plan = Plan::with_blocking(&src, &dst, case.dtype.size(), b).unwrap();
+        for (k, &t) in Tactics::CANDIDATES.iter().enumerate() {
+            let plan =
+                Plan::with_tactics(&src, &dst, case.dtype.size(), t, Target::host()).unwrap();
             if !plans.contains(&plan) {
                 plans.push(plan);
                 want.push(format!("{name}#{k}"));

@@ -1,13 +1,12 @@
 //! A random layout pair from the fuzz input (the generator of the property tests), compiled and
 //! run with both buffers flush against inaccessible pages, compared with the reference bit for
 //! bit. The first byte picks the element size, the pad value and the thread count; the second
-//! whether to pin a candidate blocking that streams whatever it can however small the destination,
+//! whether to pin candidate tactics on a target that streams whatever it can however small the
+//! destination,
 //! and which; the rest drive the generator.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use relayout::plan::Blocking;
-
 #[path = "../../tests/common/guard.rs"]
 mod guard;
 #[path = "../../tests/common/random_layouts.rs"]
@@ -26,10 +25,7 @@ fuzz_target!(|data: &[u8]| {
         } else {
             1
         },
-        blocking: (forced & 1 == 1).then(|| Blocking {
-            stream_min_bytes: 0,
-            ..Blocking::CANDIDATES[usize::from(forced >> 1) % Blocking::CANDIDATES.len()]
-        }),
+        pin: (forced & 1 == 1).then(|| guard::Pin::eager(usize::from(forced >> 1))),
     };
     if let Err(e) = guard::check_guarded(&pair.src.layout, &pair.dst.layout, run) {
         panic!("{pair}\n{e}");

@@ -4,8 +4,7 @@
 use cranelift_codegen::ir::{condcodes::IntCC, types, InstBuilder, Value};
 
 use super::Emitter;
-use crate::layout::{Digit, Source};
-use crate::plan::Indexed;
+use crate::plan::{Indexed, OffsetTerm};
 
 impl Emitter<'_> {
     /// Byte offsets `(src, dst)` of the point with flat row-major index `flat` of `ix`.
@@ -17,39 +16,37 @@ impl Emitter<'_> {
             let q = self.b.ins().udiv_imm_u(flat, inner);
             coords.push(self.b.ins().urem_imm_u(q, n as i64));
         }
-        let src = self.digits_offset(&ix.src, &ix.extents, &coords);
-        let dst = self.digits_offset(&ix.dst, &ix.extents, &coords);
+        let src = self.digits_offset(&ix.src, &coords);
+        let dst = self.digits_offset(&ix.dst, &coords);
         (src, dst)
     }
 
-    /// `elem_size · Σ stride · (((source + shift) floordiv div) mod ext)` over `digits`.
-    fn digits_offset(&mut self, digits: &[Digit], extents: &[usize], coords: &[Value]) -> Value {
+    /// `elem_size · Σ stride · (((Σ weight·x + shift) floordiv div) mod modulus)` over `terms`.
+    fn digits_offset(&mut self, terms: &[OffsetTerm], coords: &[Value]) -> Value {
         let mut sum = self.b.ins().iconst(types::I64, 0);
-        for digit in digits {
-            let (lo, _) = digit.value_range(extents);
-            let nonnegative = lo >= 0 && source_min(digit, extents) + digit.shift as i128 >= 0;
-            let mut v = match &digit.source {
-                Source::Dim(k) => coords[*k],
-                Source::Fused(terms) => {
+        for term in terms {
+            let mut v = match term.inputs.as_slice() {
+                &[(k, 1)] => coords[k],
+                inputs => {
                     let mut acc = self.b.ins().iconst(types::I64, 0);
-                    for &(k, w) in terms {
+                    for &(k, w) in inputs {
                         let t = self.b.ins().imul_imm_s(coords[k], w);
                         acc = self.b.ins().iadd(acc, t);
                     }
                     acc
                 }
             };
-            if digit.shift != 0 {
-                v = self.b.ins().iadd_imm_s(v, digit.shift);
+            if term.shift != 0 {
+                v = self.b.ins().iadd_imm_s(v, term.shift);
             }
-            if digit.div != 1 {
-                v = self.floor_div(v, digit.div as i64, nonnegative);
+            if term.div != 1 {
+                v = self.floor_div(v, term.div as i64, term.nonnegative);
             }
-            if let Some(e) = digit.ext {
-                v = self.floor_mod(v, e as i64, nonnegative);
+            if let Some(m) = term.modulus {
+                v = self.floor_mod(v, m as i64, term.nonnegative);
             }
-            let term = self.b.ins().imul_imm_s(v, digit.stride * self.elem_size);
-            sum = self.b.ins().iadd(sum, term);
+            let scaled = self.b.ins().imul_imm_s(v, term.stride * self.elem_size);
+            sum = self.b.ins().iadd(sum, scaled);
         }
         sum
     }
@@ -76,9 +73,4 @@ impl Emitter<'_> {
         let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0);
         self.b.ins().select(negative, wrapped, r)
     }
-}
-
-/// The smallest value of a digit's source over the local extents.
-fn source_min(digit: &Digit, extents: &[usize]) -> i128 {
-    digit.source.range(extents).0
 }

@@ -1,11 +1,14 @@
 //! The innermost operations: one element, a contiguous copy, and the shuffle-network tiles
-//! (transpose, zip, unzip).
+//! (transpose, zip, unzip), each written the way its kernel says (in place, staged, streamed).
 
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, StackSlot, Type, Value};
+use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Type, Value};
 
-use super::network::{Network, Tile, VECTOR_BYTES};
-use super::Emitter;
-use crate::plan::{Kernel, Loop};
+use super::network::{Network, Tile};
+use super::{Emitter, VECTOR_BYTES};
+use crate::plan::{
+    CopyWrite, Flush, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
+    ZipWrite, SINGLE,
+};
 
 /// Zip and unzip groups up to this many are straight-line code rather than a loop.
 const MAX_UNROLLED_TILES: usize = 4;
@@ -13,38 +16,60 @@ const MAX_UNROLLED_TILES: usize = 4;
 const STRAIGHT_COPY_BYTES: i64 = 256;
 /// Vectors moved per iteration of a long copy.
 const COPY_UNROLL: i64 = 4;
-/// The rows of a single run handed to the streaming routine.
-const ONE_ROW: Loop = Loop {
-    extent: 1,
-    src_stride: 0,
-    dst_stride: 0,
-};
+
+/// Which way a zip network runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strips {
+    /// Strips in, interleaved out.
+    Interleave,
+    /// Interleaved in, strips out.
+    Deinterleave,
+}
 
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`.
     pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
-        match (kernel, self.streaming, self.staging) {
-            (Kernel::Copy { len }, Some(routine), _) => {
-                self.stream_copy(routine, ONE_ROW, len, s, d)
-            }
-            (Kernel::Transpose { a, b, lanes }, _, Some(slot)) => {
-                self.staged_transpose(slot, a, b, lanes, s, d)
-            }
-            (Kernel::Zip { short, long, lanes }, Some(routine), Some(slot)) => {
-                self.streamed_zip((routine, slot), short, long, lanes, s, d)
-            }
-            _ => self.store_kernel(kernel, s, d),
-        }
-    }
-
-    /// Emits `kernel` with ordinary stores.
-    fn store_kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
         match kernel {
             Kernel::Element => self.move_bytes(s, d, 0, self.elem_size),
-            Kernel::Copy { len } => self.copy(s, d, len as i64 * self.elem_size),
-            Kernel::Transpose { a, b, lanes } => self.transpose(a, b, lanes, s, d),
-            Kernel::Zip { short, long, lanes } => self.zip(short, long, lanes, false, s, d),
-            Kernel::Unzip { short, long, lanes } => self.zip(short, long, lanes, true, s, d),
+            Kernel::Copy {
+                len,
+                write: CopyWrite::Stored,
+            } => self.copy(s, d, len as i64 * self.elem_size),
+            Kernel::Copy {
+                len,
+                write: CopyWrite::Streamed { rows },
+            } => {
+                let routine = self.stream_routine();
+                self.stream_copy(routine, rows, len, s, d)
+            }
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::InPlace,
+            } => self.transpose(tile, s, d),
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Staged(flush),
+            } => self.staged_transpose(tile, flush, s, d),
+            Kernel::Zip {
+                tile,
+                write: ZipWrite::InPlace,
+            } => self.zip(tile, Strips::Interleave, s, d),
+            Kernel::Zip {
+                tile,
+                write: ZipWrite::StreamedTile,
+            } => self.staged_run(SINGLE, tile.elements(), Strips::Interleave, tile, s, d),
+            Kernel::Zip {
+                tile,
+                write: ZipWrite::StreamedRun { steps },
+            } => self.staged_run(steps, tile.elements(), Strips::Interleave, tile, s, d),
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::InPlace,
+            } => self.zip(tile, Strips::Deinterleave, s, d),
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::StreamedRun { steps },
+            } => self.staged_run(steps, tile.elements(), Strips::Deinterleave, tile, s, d),
         }
     }
 
@@ -89,10 +114,11 @@ impl Emitter<'_> {
 
     /// Tiles of `lanes × lanes` elements: `lanes` vector loads along `a` (one per step of `b`),
     /// a shuffle network, `lanes` vector stores along `b`; the rest of each loop element-wise.
-    /// When `b` holds only a few tiles (a strip of destination lines), or the region goes
-    /// [`across`](crate::plan::Region::across) the source rows, each step along `a` transposes
-    /// the whole strip, so every destination run is written at once.
-    fn transpose(&mut self, a: Loop, b: Loop, lanes: usize, s: Value, d: Value) {
+    /// When `b` holds only a few tiles (a strip of destination lines), or the tile walks
+    /// [`across`](Walk::Across) the source rows, each step along `a` transposes the whole strip,
+    /// so every destination run is written at once.
+    fn transpose(&mut self, tile: TransposeTile, s: Value, d: Value) {
+        let TransposeTile { a, b, lanes, walk } = tile;
         let l = lanes as i64;
         let (whole_a, whole_b) = (a.extent / lanes, b.extent / lanes);
         let tiles_a = Loop {
@@ -105,7 +131,7 @@ impl Emitter<'_> {
             src_stride: l * b.src_stride,
             dst_stride: l,
         };
-        if whole_b <= MAX_UNROLLED_TILES || self.across {
+        if whole_b <= MAX_UNROLLED_TILES || walk == Walk::Across {
             self.fixed_loop(tiles_a, s, d, |e, s, d| {
                 e.fixed_loop(tiles_b, s, d, |e, s, d| e.transpose_tile(a, b, lanes, s, d))
             });
@@ -114,23 +140,18 @@ impl Emitter<'_> {
                 e.fixed_loop(tiles_a, s, d, |e, s, d| e.transpose_tile(a, b, lanes, s, d))
             });
         }
-        let rest_a = Loop {
-            extent: a.extent % lanes,
-            ..a
-        };
+        let rest_a = a.with_extent(a.extent % lanes);
         if rest_a.extent > 0 && whole_b > 0 {
             let done = (whole_a * lanes) as i64;
             let (s, d) = (self.advance(s, done), self.advance(d, done * a.dst_stride));
-            let whole = Loop {
-                extent: whole_b * lanes,
-                ..b
-            };
-            self.nest(&[rest_a, whole], Kernel::Element, s, d);
+            self.nest(
+                &[rest_a, b.with_extent(whole_b * lanes)],
+                Kernel::Element,
+                s,
+                d,
+            );
         }
-        let rest_b = Loop {
-            extent: b.extent % lanes,
-            ..b
-        };
+        let rest_b = b.with_extent(b.extent % lanes);
         if rest_b.extent > 0 {
             let done = (whole_b * lanes) as i64;
             let (s, d) = (self.advance(s, done * b.src_stride), self.advance(d, done));
@@ -138,94 +159,67 @@ impl Emitter<'_> {
         }
     }
 
-    /// A transpose into the staging buffer `slot`, whose rows (one per step of `a`) are
-    /// `b.extent` elements long, then the rows out to their places in the destination, one after
-    /// another: by one call of the streaming routine when the region streams, else by vector
-    /// copies.
-    fn staged_transpose(
-        &mut self,
-        slot: StackSlot,
-        a: Loop,
-        b: Loop,
-        lanes: usize,
-        s: Value,
-        d: Value,
-    ) {
+    /// A transpose into the staging buffer, whose rows (one per step of `a`) are `b.extent`
+    /// elements long, then the rows out to their places in the destination, one after another:
+    /// by one call of the streaming routine, or by vector copies.
+    fn staged_transpose(&mut self, tile: TransposeTile, flush: Flush, s: Value, d: Value) {
+        let (a, b) = (tile.a, tile.b);
+        let slot = self.stage_slot();
         let stage = self.b.ins().stack_addr(types::I64, slot, 0);
         let row = b.extent as i64;
-        self.transpose(
-            Loop {
+        let into_stage = TransposeTile {
+            a: Loop {
                 dst_stride: row,
                 ..a
             },
-            b,
-            lanes,
-            s,
-            stage,
-        );
+            ..tile
+        };
+        self.transpose(into_stage, s, stage);
         let rows = Loop {
             extent: a.extent,
             src_stride: row,
             dst_stride: a.dst_stride,
         };
-        match self.streaming {
-            Some(routine) => self.stream_copy(routine, rows, b.extent, stage, d),
-            None => {
+        match flush {
+            Flush::Streamed => {
+                let routine = self.stream_routine();
+                self.stream_copy(routine, rows, b.extent, stage, d)
+            }
+            Flush::Copied => {
                 let row_bytes = row * self.elem_size;
                 self.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
             }
         }
     }
 
-    /// A zip into the staging buffer `slot`, then one call of the streaming `routine` that writes
-    /// the interleaved run (the zip's whole destination, `short.extent × long.extent` contiguous
-    /// elements) to `d`.
-    fn streamed_zip(
+    /// The zips or unzips of `steps` (a single one for [`SINGLE`]) into the staging buffer,
+    /// whose destination blocks of `block` elements continue one another (`steps.dst_stride` is
+    /// `block`), then the joined run streamed out to `d` by one call of the streaming routine.
+    /// The tiles themselves store plainly, their element-wise tails included.
+    fn staged_run(
         &mut self,
-        (routine, slot): (FuncRef, StackSlot),
-        short: Loop,
-        long: Loop,
-        lanes: usize,
-        s: Value,
-        d: Value,
-    ) {
-        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
-        self.zip(short, long, lanes, false, s, stage);
-        self.stream_copy(routine, ONE_ROW, short.extent * long.extent, stage, d);
-    }
-
-    /// The loop `steps` around `kernel` into the staging buffer, whose steps' destination blocks
-    /// continue one another (the kernel's block is `steps.dst_stride` contiguous elements), then
-    /// the joined run streamed out to `d` by one call of `routine`. The steps themselves store
-    /// plainly, their element-wise tails included: nothing inside streams or stages again.
-    pub(super) fn staged_loop(
-        &mut self,
-        (routine, slot): (FuncRef, StackSlot),
         steps: Loop,
-        kernel: Kernel,
+        block: usize,
+        strips: Strips,
+        tile: ZipTile,
         s: Value,
         d: Value,
     ) {
+        let slot = self.stage_slot();
         let stage = self.b.ins().stack_addr(types::I64, slot, 0);
-        let (streaming, staging) = (self.streaming.take(), self.staging.take());
-        self.fixed_loop(steps, s, stage, |e, s, d| e.store_kernel(kernel, s, d));
-        (self.streaming, self.staging) = (streaming, staging);
-        let run = steps.extent * steps.dst_stride as usize;
-        self.stream_copy(routine, ONE_ROW, run, stage, d);
+        match steps.extent {
+            1 => self.zip(tile, strips, s, stage),
+            _ => self.fixed_loop(steps, s, stage, |e, s, d| e.zip(tile, strips, s, d)),
+        }
+        let routine = self.stream_routine();
+        self.stream_copy(routine, SINGLE, steps.extent * block, stage, d);
     }
 
     /// Copies `rows.extent` runs of `len` elements, each `rows` strides after the last, with one
     /// call of the streaming routine: at runs of a cache line or two, a call per run would cost
     /// more than the stores (on a 2-core AMD EPYC VM, NHWC → NCHW16c in 64-byte runs moved 17 GB/s
     /// with a call per run and 28 with one call per four).
-    pub(super) fn stream_copy(
-        &mut self,
-        routine: FuncRef,
-        rows: Loop,
-        len: usize,
-        s: Value,
-        d: Value,
-    ) {
+    fn stream_copy(&mut self, routine: FuncRef, rows: Loop, len: usize, s: Value, d: Value) {
         let shape = [
             rows.extent as i64,
             len as i64 * self.elem_size,
@@ -262,7 +256,9 @@ impl Emitter<'_> {
 
     /// Zip or unzip `short.extent` strips along `long`: whole groups of `lanes` steps of `long`
     /// through the shuffle network (unrolled when there are few), the rest element by element.
-    fn zip(&mut self, short: Loop, long: Loop, lanes: usize, unzip: bool, s: Value, d: Value) {
+    fn zip(&mut self, tile: ZipTile, strips: Strips, s: Value, d: Value) {
+        let ZipTile { short, long, lanes } = tile;
+        let unzip = strips == Strips::Deinterleave;
         let k = short.extent;
         let elem = self.elem_size as usize;
         let (network, load_at): (Network, Vec<i64>) = if unzip {
@@ -305,10 +301,7 @@ impl Emitter<'_> {
         } else {
             self.fixed_loop(groups, s, d, |e, s, d| e.shuffle_tile(&tile, s, d));
         }
-        let rest = Loop {
-            extent: long.extent % lanes,
-            ..long
-        };
+        let rest = long.with_extent(long.extent % lanes);
         if rest.extent > 0 {
             let done = (groups.extent * lanes) as i64;
             let s = self.advance(s, done * long.src_stride);

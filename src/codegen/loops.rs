@@ -71,21 +71,11 @@ impl Emitter<'_> {
         self.looping(None, (lo, hi), s, d, strides, |e, _, s, d| body(e, s, d));
     }
 
-    /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`. A streamed
-    /// copy takes its innermost loop along as the rows of one call of the streaming routine (a
-    /// region whose only loop is the outer work loop, which threads split, calls it per run); a
-    /// [staged loop](crate::plan::Region::staged_loop) runs into the staging buffer, which is
-    /// then streamed out.
+    /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`.
     pub(super) fn nest(&mut self, loops: &[Loop], kernel: Kernel, s: Value, d: Value) {
-        match (loops, kernel, self.streaming, self.staging) {
-            ([], ..) => self.kernel(kernel, s, d),
-            ([rows], Kernel::Copy { len }, Some(routine), _) => {
-                self.stream_copy(routine, *rows, len, s, d)
-            }
-            ([steps], _, Some(routine), Some(slot)) if self.staged_loop => {
-                self.staged_loop((routine, slot), *steps, kernel, s, d)
-            }
-            ([outer, inner @ ..], ..) => {
+        match loops.split_first() {
+            None => self.kernel(kernel, s, d),
+            Some((outer, inner)) => {
                 self.fixed_loop(*outer, s, d, |e, s, d| e.nest(inner, kernel, s, d))
             }
         }

@@ -5,6 +5,12 @@
 //! after another; see [`Plan::work`]), so callers can split a relayout between threads. Loops are
 //! blocks with block parameters that carry the counter and both pointers; pointers advance by
 //! constant strides, so the fast paths never divide.
+//!
+//! The emitter holds no mode: each kernel of the plan says how it writes, and `kernels.rs`
+//! dispatches on that. What a function needs once (the staging buffer, sized for the plan's
+//! largest block, and the import of the streaming routine) is made the first time a kernel asks
+//! for it. The code generator compiles plans for 16-byte vectors only
+//! ([`CRANELIFT_VECTOR_BYTES`]); the JIT refuses others before it gets here.
 
 mod indexed;
 mod kernels;
@@ -18,7 +24,8 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
-use crate::plan::{Plan, Region, MAX_STAGE_BYTES};
+use crate::plan::{Plan, Region};
+use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The signature of every generated relayout function.
 pub(crate) fn signature(call_conv: CallConv) -> Signature {
@@ -44,7 +51,11 @@ fn i64_signature(call_conv: CallConv, params: usize) -> Signature {
     sig
 }
 
-/// Fills `func` (created with [`signature`]) with the code of `plan`.
+/// Bytes of every vector the generated code loads, shuffles and stores.
+const VECTOR_BYTES: usize = CRANELIFT_VECTOR_BYTES;
+
+/// Fills `func` (created with [`signature`]) with the code of `plan`, a plan for
+/// [`CRANELIFT_VECTOR_BYTES`]-byte vectors.
 pub(crate) fn build(
     plan: &Plan,
     func: &mut Function,
@@ -56,40 +67,13 @@ pub(crate) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let [src, dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
-    let elem_size = plan.elem_size();
-    let stage_bytes = plan
-        .regions()
-        .iter()
-        .filter_map(|r| r.stage_bytes(elem_size))
-        .max();
-    let stage = stage_bytes.map(|bytes| {
-        debug_assert!(
-            bytes <= MAX_STAGE_BYTES,
-            "the planner stages only small blocks"
-        );
-        let data = StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, 6);
-        b.create_sized_stack_slot(data)
-    });
-    let stream_rows = plan.regions().iter().any(|r| r.streamed).then(|| {
-        let signature = b.import_signature(stream_rows_signature(b.func.signature.call_conv));
-        let name = b.func.declare_imported_user_function(STREAM_ROWS_NAME);
-        b.import_function(ExtFuncData {
-            name: ExternalName::user(name),
-            signature,
-            colocated: false,
-            patchable: false,
-        })
-    });
     let mut e = Emitter {
         b,
-        elem_size: elem_size as i64,
+        elem_size: plan.elem_size() as i64,
         flags: MemFlagsData::new().with_notrap(),
-        staging: None,
-        streaming: None,
-        across: false,
-        staged_loop: false,
-        stream_rows,
-        stage,
+        stage_bytes: plan.stage_bytes().unwrap_or(0),
+        stage: None,
+        stream_rows: None,
     };
     let mut first = 0i64;
     for region in plan.regions() {
@@ -104,28 +88,50 @@ pub(crate) fn build(
     e.b.finalize(frontend);
 }
 
-/// State shared by the emitters of one function.
+/// The state of one function being emitted: the builder, and what the function holds once.
 pub(crate) struct Emitter<'a> {
     b: FunctionBuilder<'a>,
     elem_size: i64,
     flags: MemFlagsData,
-    /// The staging buffer while emitting a region that stages its blocks ([`Region::staged`]).
-    staging: Option<StackSlot>,
-    /// The streaming routine while emitting a region that streams ([`Region::streamed`]).
-    streaming: Option<FuncRef>,
-    /// Whether the region's transpose tiles go across the source rows ([`Region::across`]).
-    across: bool,
-    /// Whether the region's innermost loop runs into the staging buffer
-    /// ([`Region::staged_loop`]).
-    staged_loop: bool,
-    /// The staging buffer of the staged transposes and zips, sized for the largest block (at
-    /// most [`MAX_STAGE_BYTES`] bytes).
+    /// Bytes of the staging buffer: the plan's largest staged block.
+    stage_bytes: usize,
+    /// The staging buffer, once a kernel has asked for it.
     stage: Option<StackSlot>,
-    /// The runtime's streaming routine, when some region streams.
+    /// The runtime's streaming routine, once a kernel has asked for it.
     stream_rows: Option<FuncRef>,
 }
 
 impl Emitter<'_> {
+    /// The function's staging buffer (a stack slot of the plan's largest staged block).
+    fn stage_slot(&mut self) -> StackSlot {
+        if let Some(slot) = self.stage {
+            return slot;
+        }
+        let data = StackSlotData::new(StackSlotKind::ExplicitSlot, self.stage_bytes as u32, 6);
+        let slot = self.b.create_sized_stack_slot(data);
+        self.stage = Some(slot);
+        slot
+    }
+
+    /// The runtime's streaming routine, imported on first use.
+    fn stream_routine(&mut self) -> FuncRef {
+        if let Some(routine) = self.stream_rows {
+            return routine;
+        }
+        let signature = self
+            .b
+            .import_signature(stream_rows_signature(self.b.func.signature.call_conv));
+        let name = self.b.func.declare_imported_user_function(STREAM_ROWS_NAME);
+        let routine = self.b.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature,
+            colocated: false,
+            patchable: false,
+        });
+        self.stream_rows = Some(routine);
+        routine
+    }
+
     /// `clamp(x - first, 0, extent)`: where a global work index lands in one region's range.
     fn clamp_range(&mut self, x: Value, first: i64, extent: i64) -> Value {
         let local = self.b.ins().iadd_imm_s(x, -first);
@@ -146,10 +152,6 @@ impl Emitter<'_> {
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
-        self.staging = self.stage.filter(|_| region.staged);
-        self.streaming = self.stream_rows.filter(|_| region.streamed);
-        self.across = region.across;
-        self.staged_loop = region.staged_loop;
         let s = self.advance(src, region.src_base);
         let d = self.advance(dst, region.dst_base);
         match (&region.indexed, region.loops.split_first()) {

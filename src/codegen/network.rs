@@ -7,10 +7,7 @@
 
 use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
 
-use super::Emitter;
-
-/// Bytes per vector register (Cranelift's x86-64 and aarch64 vectors are 128-bit).
-pub(super) const VECTOR_BYTES: usize = 16;
+use super::{Emitter, VECTOR_BYTES};
 
 /// One shuffle of two registers `x` and `y` into one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -410,3 +410,28 @@ impl fmt::Display for Layout {
         Ok(())
     }
 }
+
+/// Fails unless `src` and `dst` have one logical shape and `dst` is injective: the conditions
+/// for a relayout from `src` to `dst` to be well defined.
+pub fn check_pair(src: &Layout, dst: &Layout) -> Result<()> {
+    if src.shape() != dst.shape() {
+        return Err(Error::ShapeMismatch {
+            src: src.shape().to_vec(),
+            dst: dst.shape().to_vec(),
+        });
+    }
+    match dst.injectivity() {
+        Some(true) => {}
+        Some(false) => {
+            return Err(Error::NotInjective(format!(
+                "{dst} sends two logical coordinates to one slot"
+            )))
+        }
+        None => {
+            return Err(Error::NotInjective(format!(
+                "{dst} is too large and irregular for relayout to prove it injective"
+            )))
+        }
+    }
+    Ok(())
+}

@@ -2,18 +2,8 @@
 //! dim into iteration pieces, each with one source stride and one destination stride, and split
 //! dims whose extent is not a whole number of top pieces (padding) into boxes.
 
+use super::ir::Loop;
 use crate::layout::{Digit, Layout};
-
-/// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Loop {
-    /// Number of iterations.
-    pub extent: usize,
-    /// Source elements between consecutive iterations.
-    pub src_stride: i64,
-    /// Destination elements between consecutive iterations.
-    pub dst_stride: i64,
-}
 
 /// A rectangular part of one logical dim's iteration space: fixed upper pieces (folded into the
 /// base offsets) and a full box of lower pieces.

@@ -1,13 +1,16 @@
 //! Steps 2–4 of planning for one region: coalesce its loops, pick the innermost kernel, order
-//! the outer loops, and split long copies so that threads can share them.
+//! the outer loops, cut transposes into blocks and long copies into chunks, and decide how each
+//! kernel writes.
 
-use super::{Blocking, Kernel, Loop, Region, MAX_STAGE_BYTES};
+use super::ir::{
+    CopyWrite, Flush, Kernel, Loop, Region, TransposeTile, TransposeWrite, UnzipWrite, Walk,
+    ZipTile, ZipWrite,
+};
+use super::tactics::{BlockWrite, Blocking, LargeWrites, Tactics};
+use crate::target::Target;
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
-/// Copies of at least this many bytes, a cache line, stream (the runs of a copy's innermost loop
-/// go to the streaming routine as the rows of one call).
-const STREAM_COPY_MIN_BYTES: usize = 64;
 /// Zips that stream are cut into interleaved runs of at most about this many bytes.
 const ZIP_CHUNK_BYTES: usize = 4096;
 /// Zips whose interleaved run has at least this many bytes stream it out from a staging buffer,
@@ -23,19 +26,32 @@ const STREAM_ZIP_MIN_BYTES: usize = 512;
 /// `T(8,128)(2,1)` bf16 tiles (four 512-byte runs a tile) from 10.2–10.4 to 14.1–14.8.
 const STAGED_RUN_BYTES: usize = 4096;
 
-/// Schedules one region (its loops in any order, kernel not yet chosen). A long copy comes back
-/// as two regions: whole chunks, then the rest.
-/// With `stream` (a large destination), copies of a cache line or more, zips whose runs are long
-/// or continue one another, and unzips whose runs continue one another write with streaming
-/// stores (see [`Region::streamed`]) unless `blocking` says otherwise, and transposes too if it
-/// says so (zips, unzips and transposes through a staging buffer); transposes are cut up as
-/// `blocking`, fitted to their destination rows ([`Blocking::fitted`]), says.
-pub(super) fn schedule(
-    region: Region,
-    elem_size: usize,
-    stream: bool,
-    blocking: Blocking,
-) -> Vec<Region> {
+/// What one region is planned for.
+#[derive(Clone, Copy)]
+pub(super) struct Context {
+    pub elem_size: usize,
+    pub target: Target,
+    /// Whether the destination is large enough to stream ([`Target::stream_min_bytes`]).
+    pub large: bool,
+    pub tactics: Tactics,
+}
+
+impl Context {
+    /// Whether copies, zips and unzips stream.
+    fn streams_runs(&self) -> bool {
+        self.large && self.tactics.large_writes == LargeWrites::Streamed
+    }
+
+    /// Whether a staging buffer of `bytes` fits the target's limit.
+    fn fits(&self, bytes: usize) -> bool {
+        bytes <= self.target.stage_limit_bytes
+    }
+}
+
+/// Schedules one region (its loops in any order, its kernel an element move). A long copy comes
+/// back as two regions: whole chunks, then the rest; a transpose as its blocks and partial
+/// blocks.
+pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
     let mut loops = coalesce(
         region
             .loops
@@ -44,19 +60,12 @@ pub(super) fn schedule(
             .filter(|l| l.extent > 1)
             .collect(),
     );
-    let lanes = 16 / elem_size;
+    let elem_size = cx.elem_size;
+    let lanes = cx.target.lanes(elem_size);
     let kernel = pick_kernel(&mut loops, lanes);
-    let streamed_copy = |kernel: Kernel| match kernel {
-        Kernel::Copy { len } => {
-            stream && blocking.stream_copies && len * elem_size >= STREAM_COPY_MIN_BYTES
-        }
-        _ => false,
-    };
     let order = match kernel {
-        _ if streamed_copy(kernel) => Order::Source,
-        Kernel::Zip { .. } | Kernel::Unzip { .. } if stream && blocking.stream_copies => {
-            Order::Destination
-        }
+        Kernel::Copy { len, .. } if streams_copy(len, cx) => Order::Source,
+        Kernel::Zip { .. } | Kernel::Unzip { .. } if cx.streams_runs() => Order::Destination,
         _ => Order::Both,
     };
     order_outer(&mut loops, kernel, order);
@@ -65,100 +74,97 @@ pub(super) fn schedule(
         kernel,
         ..region
     };
-    let blocking = match kernel {
-        Kernel::Transpose { a, .. } => {
-            blocking.fitted(a.dst_stride.unsigned_abs() as usize * elem_size)
-        }
-        _ => blocking,
-    };
     let regions = match kernel {
-        Kernel::Copy { len } if len * elem_size > 4 * COPY_CHUNK_BYTES => {
-            let run = Loop {
-                extent: len,
-                src_stride: 1,
-                dst_stride: 1,
-            };
-            split_tile_loop(region, run, COPY_CHUNK_BYTES / elem_size, |len| {
-                Kernel::Copy { len }
-            })
+        Kernel::Copy { len, write } if len * elem_size > 4 * COPY_CHUNK_BYTES => split_tile_loop(
+            region,
+            Loop::contiguous(len),
+            COPY_CHUNK_BYTES / elem_size,
+            |len| Kernel::Copy { len, write },
+        ),
+        Kernel::Transpose { tile, .. } => {
+            let row_bytes = tile.a.dst_stride.unsigned_abs() as usize * elem_size;
+            let blocking = cx.tactics.tiling.blocking(row_bytes, cx.target);
+            block_transpose(region, tile, blocking, cx)
         }
-        Kernel::Transpose { a, b, lanes } => {
-            block_transpose(region, a, b, lanes, elem_size, blocking)
-        }
-        Kernel::Zip { short, long, lanes }
-            if stream
-                && blocking.stream_copies
-                && short.extent * long.extent * elem_size > ZIP_CHUNK_BYTES =>
+        Kernel::Zip { tile, write }
+            if cx.streams_runs() && tile.elements() * elem_size > ZIP_CHUNK_BYTES =>
         {
-            let steps = (ZIP_CHUNK_BYTES / (short.extent * elem_size) / lanes).max(1) * lanes;
-            split_tile_loop(region, long, steps, |extent| Kernel::Zip {
-                short,
-                long: Loop { extent, ..long },
-                lanes,
+            let steps = (ZIP_CHUNK_BYTES / (tile.short.extent * elem_size) / lanes).max(1) * lanes;
+            split_tile_loop(region, tile.long, steps, |extent| Kernel::Zip {
+                tile: ZipTile {
+                    long: tile.long.with_extent(extent),
+                    ..tile
+                },
+                write,
             })
         }
         _ => vec![region],
     };
-    let regions: Vec<Region> = if stream && blocking.stream_copies {
+    let regions: Vec<Region> = if cx.streams_runs() {
         regions
             .into_iter()
-            .flat_map(|r| stage_runs(r, elem_size))
+            .flat_map(|r| stage_runs(r, cx))
             .collect()
     } else {
         regions
     };
-    regions
-        .into_iter()
-        .map(|r| {
-            // A staging buffer is a stack slot of the generated function, so only blocks that
-            // fit one are staged; streamed transposes and zips go through it.
-            let fits = r
-                .block_bytes(elem_size)
-                .is_some_and(|bytes| bytes <= MAX_STAGE_BYTES);
-            let streamed = match r.kernel {
-                Kernel::Copy { .. } => streamed_copy(r.kernel),
-                Kernel::Transpose { .. } => stream && fits && blocking.stream,
-                Kernel::Zip { short, long, .. } => {
-                    stream
-                        && blocking.stream_copies
-                        && fits
-                        && (r.staged_loop
-                            || short.extent * long.extent * elem_size >= STREAM_ZIP_MIN_BYTES)
-                }
-                Kernel::Unzip { .. } => fits && r.staged_loop,
-                Kernel::Element => false,
-            };
-            let staged = fits
-                && match r.kernel {
-                    Kernel::Transpose { .. } => blocking.stage || streamed,
-                    Kernel::Zip { .. } | Kernel::Unzip { .. } => streamed,
-                    _ => false,
-                };
-            let across = blocking.across && matches!(r.kernel, Kernel::Transpose { .. });
-            Region {
-                staged,
-                streamed,
-                across,
-                ..r
-            }
-        })
-        .collect()
+    regions.into_iter().map(|r| choose_writes(r, cx)).collect()
 }
 
-/// Cuts the innermost loop of a zip or unzip whose destination runs (the kernel's block, when it
-/// is contiguous and at most [`STAGED_RUN_BYTES`]) continue one another along that loop into
-/// runs of up to [`STAGED_RUN_BYTES`],
-/// each staged and streamed out as one ([`Region::staged_loop`]); steps that do not fill a whole
-/// run stay in a region of their own, with ordinary stores (or, for zips of
-/// [`STREAM_ZIP_MIN_BYTES`] or more, each streamed on its own).
-fn stage_runs(region: Region, elem_size: usize) -> Vec<Region> {
-    let block = match region.kernel {
-        Kernel::Zip { short, long, .. } => short.extent * long.extent,
-        Kernel::Unzip { short, long, .. } if short.dst_stride == long.extent as i64 => {
-            short.extent * long.extent
+/// Whether a copy of `len` elements streams: at least a cache line, into a large destination.
+fn streams_copy(len: usize, cx: Context) -> bool {
+    cx.streams_runs() && len * cx.elem_size >= cx.target.line_bytes
+}
+
+/// How copies and zips write, where [`stage_runs`] and [`block_transpose`] have not decided it:
+/// copies of a cache line or more into large destinations stream (the runs of the copy's
+/// innermost loop, unless that is the outer work loop that threads split, as the rows of one
+/// call), and so do zips of long interleaved runs, through the staging buffer.
+fn choose_writes(mut region: Region, cx: Context) -> Region {
+    region.kernel = match region.kernel {
+        Kernel::Copy {
+            len,
+            write: CopyWrite::Stored,
+        } if streams_copy(len, cx) => {
+            let rows = match region.loops.len() {
+                0 | 1 => super::ir::SINGLE,
+                _ => region.loops.pop().unwrap_or(super::ir::SINGLE),
+            };
+            Kernel::Copy {
+                len,
+                write: CopyWrite::Streamed { rows },
+            }
         }
+        Kernel::Zip {
+            tile,
+            write: ZipWrite::InPlace,
+        } if cx.streams_runs()
+            && tile.elements() * cx.elem_size >= STREAM_ZIP_MIN_BYTES
+            && cx.fits(tile.elements() * cx.elem_size) =>
+        {
+            Kernel::Zip {
+                tile,
+                write: ZipWrite::StreamedTile,
+            }
+        }
+        kernel => kernel,
+    };
+    region
+}
+
+/// Stages the innermost loop of a zip or unzip whose destination blocks (the kernel's block,
+/// when it is contiguous and at most [`STAGED_RUN_BYTES`]) continue one another along that loop:
+/// the loop is cut into runs of up to [`STAGED_RUN_BYTES`], each staged and streamed out as one
+/// ([`ZipWrite::StreamedRun`], [`UnzipWrite::StreamedRun`]); steps that do not fill a whole run
+/// stay in a region of their own, written as [`choose_writes`] says.
+fn stage_runs(region: Region, cx: Context) -> Vec<Region> {
+    let elem_size = cx.elem_size;
+    let tile = match region.kernel {
+        Kernel::Zip { tile, .. } => tile,
+        Kernel::Unzip { tile, .. } if tile.short.dst_stride == tile.long.extent as i64 => tile,
         _ => return vec![region],
     };
+    let block = tile.elements();
     let Some((&inner, outer)) = region.loops.split_last() else {
         return vec![region];
     };
@@ -170,33 +176,33 @@ fn stage_runs(region: Region, elem_size: usize) -> Vec<Region> {
         .min(inner.extent);
     let (whole, rest) = (inner.extent / steps, inner.extent % steps);
     // The outermost loop is the threads' unit of work, so a staged loop needs one around it.
-    if whole == 0 || (whole == 1 && outer.is_empty()) {
+    if whole == 0 || (whole == 1 && outer.is_empty()) || !cx.fits(steps * block * elem_size) {
         return vec![region];
     }
     let mut loops = outer.to_vec();
     if whole > 1 {
-        loops.push(Loop {
-            extent: whole,
-            src_stride: steps as i64 * inner.src_stride,
-            dst_stride: steps as i64 * inner.dst_stride,
-        });
+        loops.push(inner.stepping(steps, whole));
     }
-    loops.push(Loop {
-        extent: steps,
-        ..inner
-    });
+    let steps = inner.with_extent(steps);
+    let kernel = match region.kernel {
+        Kernel::Zip { tile, .. } => Kernel::Zip {
+            tile,
+            write: ZipWrite::StreamedRun { steps },
+        },
+        _ => Kernel::Unzip {
+            tile,
+            write: UnzipWrite::StreamedRun { steps },
+        },
+    };
     let mut out = vec![Region {
         loops,
-        staged_loop: true,
+        kernel,
         ..region.clone()
     }];
     if rest > 0 {
-        let done = (whole * steps) as i64;
+        let done = (whole * steps.extent) as i64;
         let mut loops = outer.to_vec();
-        loops.push(Loop {
-            extent: rest,
-            ..inner
-        });
+        loops.push(inner.with_extent(rest));
         out.push(Region {
             src_base: region.src_base + done * inner.src_stride,
             dst_base: region.dst_base + done * inner.dst_stride,
@@ -239,7 +245,10 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
         .position(|l| l.src_stride == 1 && l.dst_stride == 1)
     {
         let len = loops.remove(i).extent;
-        return Kernel::Copy { len };
+        return Kernel::Copy {
+            len,
+            write: CopyWrite::Stored,
+        };
     }
     let a = loops
         .iter()
@@ -251,9 +260,13 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
         let (la, lb) = (loops[ia], loops[ib]);
         remove_two(loops, ia, ib);
         return Kernel::Transpose {
-            a: la,
-            b: lb,
-            lanes,
+            tile: TransposeTile {
+                a: la,
+                b: lb,
+                lanes,
+                walk: Walk::Along,
+            },
+            write: TransposeWrite::InPlace,
         };
     }
     if let Some(kernel) = pick_zip(loops, lanes) {
@@ -280,10 +293,17 @@ fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
             }
             let k = short.extent as i64;
             let (short, long) = (*short, *long);
+            let tile = ZipTile { short, long, lanes };
             let kernel = if short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k {
-                Kernel::Zip { short, long, lanes }
+                Kernel::Zip {
+                    tile,
+                    write: ZipWrite::InPlace,
+                }
             } else if short.src_stride == 1 && long.src_stride == k && long.dst_stride == 1 {
-                Kernel::Unzip { short, long, lanes }
+                Kernel::Unzip {
+                    tile,
+                    write: UnzipWrite::InPlace,
+                }
             } else {
                 continue;
             };
@@ -296,34 +316,56 @@ fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
 
 /// Cuts a transpose into blocks as [`Blocking`] describes: strips of destination runs along `b`,
 /// blocks along `a`, and macro blocks of strips and blocks, so that one macro block touches a few
-/// hundred pages on each side (the TLB's reach) while the source is still read in long strips.
+/// hundred pages on each side (the TLB's reach) while the source is still read in long strips;
+/// each block walks its tiles and is stored as the blocking says (staged only where the block
+/// fits the target's staging limit, streamed only into large destinations).
 fn block_transpose(
     region: Region,
-    a: Loop,
-    b: Loop,
-    lanes: usize,
-    elem_size: usize,
+    tile: TransposeTile,
     blocking: Blocking,
+    cx: Context,
 ) -> Vec<Region> {
+    let elem_size = cx.elem_size;
+    let lanes = tile.lanes;
+    let tile = TransposeTile {
+        walk: blocking.walk,
+        ..tile
+    };
     let strip = lanes.max(blocking.run_bytes / elem_size);
     let width = (blocking.block_bytes / elem_size / strip).max(lanes);
     let outer = region.loops.len();
-    let strips = split_tile_loop(region, b, strip, |extent| Kernel::Transpose {
-        a,
-        b: Loop { extent, ..b },
-        lanes,
+    let kernel = |a: Loop, b: Loop| {
+        let fits = cx.fits(a.extent * b.extent * elem_size);
+        let write = match blocking.write {
+            BlockWrite::Streamed if cx.large && fits => TransposeWrite::Staged(Flush::Streamed),
+            BlockWrite::Staged if fits => TransposeWrite::Staged(Flush::Copied),
+            _ => TransposeWrite::InPlace,
+        };
+        Kernel::Transpose {
+            tile: TransposeTile { a, b, ..tile },
+            write,
+        }
+    };
+    let region = Region {
+        kernel: kernel(tile.a, tile.b),
+        ..region
+    };
+    let strips = split_tile_loop(region, tile.b, strip, |extent| {
+        kernel(tile.a, tile.b.with_extent(extent))
     });
     let mut out = Vec::new();
     for r in strips {
-        let Kernel::Transpose { b, .. } = r.kernel else {
+        let Kernel::Transpose { tile: t, .. } = r.kernel else {
             out.push(r);
             continue;
         };
-        out.extend(split_tile_loop(r, a, width, |extent| Kernel::Transpose {
-            a: Loop { extent, ..a },
-            b,
-            lanes,
-        }));
+        let whole = kernel(t.a, t.b);
+        out.extend(split_tile_loop(
+            Region { kernel: whole, ..r },
+            t.a,
+            width,
+            |extent| kernel(t.a.with_extent(extent), t.b),
+        ));
     }
     for r in &mut out {
         if let [strips, blocks] = r.loops[outer..] {
@@ -348,14 +390,7 @@ fn group(l: Loop, target: usize) -> (Loop, Loop) {
         .filter(|&g| l.extent.is_multiple_of(g))
         .min_by(|&x, &y| ratio(x).total_cmp(&ratio(y)))
         .unwrap_or(1);
-    (
-        Loop {
-            extent: l.extent / inner,
-            src_stride: l.src_stride * inner as i64,
-            dst_stride: l.dst_stride * inner as i64,
-        },
-        Loop { extent: inner, ..l },
-    )
+    (l.stepping(inner, l.extent / inner), l.with_extent(inner))
 }
 
 /// Removes the loops at two distinct positions.
@@ -413,11 +448,7 @@ fn split_tile_loop(
         return vec![region];
     }
     let mut main = region.clone();
-    main.loops.push(Loop {
-        extent: whole,
-        src_stride: block as i64 * run.src_stride,
-        dst_stride: block as i64 * run.dst_stride,
-    });
+    main.loops.push(run.stepping(block, whole));
     main.kernel = kernel(block);
     let mut out = vec![main];
     if rest > 0 {
@@ -430,4 +461,190 @@ fn split_tile_loop(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop of `extent` steps of `src` and `dst` elements.
+    fn l(extent: usize, src: i64, dst: i64) -> Loop {
+        Loop {
+            extent,
+            src_stride: src,
+            dst_stride: dst,
+        }
+    }
+
+    #[test]
+    fn coalescing_merges_loops_that_continue_each_other_on_both_sides() {
+        for (loops, want) in [
+            // Row-major 4×8 on both sides: one run of 32.
+            (vec![l(4, 8, 8), l(8, 1, 1)], vec![l(32, 1, 1)]),
+            // In any order.
+            (vec![l(8, 1, 1), l(4, 8, 8)], vec![l(32, 1, 1)]),
+            // A transpose continues on one side only: nothing merges.
+            (vec![l(4, 8, 1), l(8, 1, 4)], vec![l(4, 8, 1), l(8, 1, 4)]),
+            // Three levels, the middle one a gap on the destination side.
+            (
+                vec![l(2, 24, 48), l(3, 8, 16), l(8, 1, 1)],
+                vec![l(6, 8, 16), l(8, 1, 1)],
+            ),
+            // Negative strides continue too.
+            (vec![l(3, -4, -4), l(4, -1, -1)], vec![l(12, -1, -1)]),
+        ] {
+            assert_eq!(coalesce(loops.clone()), want, "{loops:?}");
+        }
+    }
+
+    #[test]
+    fn the_kernel_follows_the_contiguous_loops() {
+        let copy = |len| Kernel::Copy {
+            len,
+            write: CopyWrite::Stored,
+        };
+        let transpose = |a, b| Kernel::Transpose {
+            tile: TransposeTile {
+                a,
+                b,
+                lanes: 4,
+                walk: Walk::Along,
+            },
+            write: TransposeWrite::InPlace,
+        };
+        let zip = |short, long| Kernel::Zip {
+            tile: ZipTile {
+                short,
+                long,
+                lanes: 4,
+            },
+            write: ZipWrite::InPlace,
+        };
+        let unzip = |short, long| Kernel::Unzip {
+            tile: ZipTile {
+                short,
+                long,
+                lanes: 4,
+            },
+            write: UnzipWrite::InPlace,
+        };
+        // (loops, kernel, the loops left around it), for 4 lanes.
+        for (loops, kernel, left) in [
+            (
+                vec![l(5, 16, 16), l(16, 1, 1)],
+                copy(16),
+                vec![l(5, 16, 16)],
+            ),
+            (
+                vec![l(8, 1, 8), l(8, 8, 1)],
+                transpose(l(8, 1, 8), l(8, 8, 1)),
+                vec![],
+            ),
+            // A short source-contiguous side and a long destination-contiguous one: too short
+            // to transpose, zipped instead.
+            (
+                vec![l(2, 16, 1), l(16, 1, 2)],
+                zip(l(2, 16, 1), l(16, 1, 2)),
+                vec![],
+            ),
+            (
+                vec![l(2, 1, 16), l(16, 2, 1)],
+                unzip(l(2, 1, 16), l(16, 2, 1)),
+                vec![],
+            ),
+            // Three strips are not a power of two: element moves.
+            (
+                vec![l(16, 3, 1), l(3, 1, 16)],
+                Kernel::Element,
+                vec![l(3, 1, 16), l(16, 3, 1)],
+            ),
+            // Neither side contiguous: element moves, the smaller destination stride inside.
+            (
+                vec![l(16, 6, 1), l(3, 2, 16)],
+                Kernel::Element,
+                vec![l(3, 2, 16), l(16, 6, 1)],
+            ),
+            (
+                vec![l(3, 2, 16), l(16, 6, 1)],
+                Kernel::Element,
+                vec![l(3, 2, 16), l(16, 6, 1)],
+            ),
+        ] {
+            let mut got = loops.clone();
+            assert_eq!(pick_kernel(&mut got, 4), kernel, "{loops:?}");
+            assert_eq!(got, left, "{loops:?}");
+        }
+    }
+
+    #[test]
+    fn outer_loops_are_ordered_by_the_chosen_side() {
+        let loops = [l(4, 1000, 10), l(5, 10, 1000), l(6, 100, 100)];
+        for (order, want) in [
+            (Order::Source, [1000, 100, 10]),
+            (Order::Destination, [10, 100, 1000]),
+            // The larger stride of the two, then the destination's.
+            (Order::Both, [10, 1000, 100]),
+        ] {
+            let mut got = loops;
+            order_outer(&mut got, copy_kernel(), order);
+            assert_eq!(got.map(|l| l.src_stride), want, "{:?}", want);
+        }
+        // Around element moves the innermost loop stays where the kernel choice put it.
+        let mut got = [l(4, 1, 100), l(5, 100, 1), l(6, 7, 7)];
+        order_outer(&mut got, Kernel::Element, Order::Both);
+        assert_eq!(got[2], l(6, 7, 7));
+    }
+
+    fn copy_kernel() -> Kernel {
+        Kernel::Copy {
+            len: 8,
+            write: CopyWrite::Stored,
+        }
+    }
+
+    #[test]
+    fn loops_split_into_whole_blocks_and_a_rest() {
+        let region = Region {
+            src_base: 5,
+            dst_base: 7,
+            indexed: None,
+            loops: vec![l(3, 100, 100)],
+            kernel: copy_kernel(),
+        };
+        let copy = |len| Kernel::Copy {
+            len,
+            write: CopyWrite::Stored,
+        };
+        let parts = split_tile_loop(region.clone(), Loop::contiguous(70), 16, copy);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].loops, vec![l(3, 100, 100), l(4, 16, 16)]);
+        assert_eq!(parts[0].kernel, copy(16));
+        assert_eq!(
+            (parts[1].src_base, parts[1].dst_base, parts[1].kernel),
+            (5 + 64, 7 + 64, copy(6))
+        );
+        assert_eq!(parts[1].loops, vec![l(3, 100, 100)]);
+        // One block or less: the region as it was.
+        assert_eq!(
+            split_tile_loop(region.clone(), Loop::contiguous(20), 16, copy),
+            vec![region]
+        );
+    }
+
+    #[test]
+    fn groups_take_the_divisor_nearest_the_target() {
+        for (extent, target, inner) in [
+            (64, 16, 16),
+            (60, 16, 15),
+            (7, 4, 7),
+            (13, 4, 13),
+            (13, 2, 1),
+            (100, 1, 1),
+            (48, usize::MAX, 48),
+        ] {
+            let (outer, inside) = group(l(extent, 2, 3), target);
+            assert_eq!(inside, l(inner, 2, 3), "{extent} by {target}");
+            assert_eq!(outer, l(extent / inner, 2 * inner as i64, 3 * inner as i64));
+        }
+    }
 }

@@ -9,7 +9,8 @@
 //! Shared with the fuzz targets (`fuzz/`), which include this file with `#[path]`.
 #![allow(dead_code)]
 
-use relayout::plan::Blocking;
+use relayout::plan::Tactics;
+use relayout::Target;
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
 
 /// Which end of the buffer touches an inaccessible page.
@@ -145,6 +146,41 @@ pub fn pattern<T: Element>(len: usize) -> Vec<T> {
 /// The marker a destination is filled with before a run, so untouched slots are compared too.
 pub const MARKER: u64 = 0xA5A5_A5A5_A5A5_A5A5;
 
+/// Tactics and a target to pin a kernel to, in place of the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pin {
+    pub tactics: Tactics,
+    pub target: Target,
+}
+
+impl Pin {
+    /// These tactics on the host.
+    pub fn tactics(tactics: Tactics) -> Pin {
+        Pin {
+            tactics,
+            target: Target::host(),
+        }
+    }
+
+    /// Candidate `k` of `Tactics::CANDIDATES` on a target that streams from the first byte, so
+    /// that streamed copies and staged, streamed transposes, zips and unzips run on small
+    /// layouts too.
+    pub fn eager(k: usize) -> Pin {
+        Pin {
+            tactics: Tactics::CANDIDATES[k % Tactics::CANDIDATES.len()],
+            target: Target {
+                stream_min_bytes: 0,
+                ..Target::host()
+            },
+        }
+    }
+
+    /// `options` with this pin.
+    pub fn apply(self, options: Options) -> Options {
+        options.tactics(self.tactics).target(self.target)
+    }
+}
+
 /// How to run a relayout in [`check_guarded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
@@ -154,8 +190,8 @@ pub struct Run {
     pub pad: Option<u64>,
     /// Threads for `Options::threads`.
     pub threads: usize,
-    /// A blocking to pin (`Options::blocking`), or `None` for the default.
-    pub blocking: Option<Blocking>,
+    /// Tactics and target to pin, or `None` for the defaults.
+    pub pin: Option<Pin>,
 }
 
 /// Compiles `src → dst` and runs it with both buffers guarded at each [`Edge`], comparing the
@@ -184,8 +220,8 @@ fn check_guarded_as<T: Element + PartialEq + std::fmt::Debug>(
     if let Some(bits) = run.pad {
         options = options.pad_bits(bits);
     }
-    if let Some(b) = run.blocking {
-        options = options.blocking(b);
+    if let Some(pin) = run.pin {
+        options = pin.apply(options);
     }
     let kernel =
         compile_relayout_with(src, dst, options).map_err(|e| format!("compile {}: {e}", what()))?;

@@ -8,7 +8,7 @@ pub mod random_layouts;
 
 use std::process::{Command, Output};
 
-use relayout::plan::{Blocking, Plan};
+use relayout::plan::{Kernel, Plan, Region, UnzipWrite, ZipWrite};
 use relayout::{compile_relayout_with, reference, Element, Layout, Options};
 use serde_json::Value;
 
@@ -41,7 +41,7 @@ pub fn run_cli(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-pub use guard::pattern;
+pub use guard::{pattern, Pin};
 
 /// Runs `src → dst` with the JIT and with the reference on the same data (the destination
 /// pre-filled with a marker so untouched slots are compared too), for element type `T`, and
@@ -54,12 +54,26 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     check_pair_blocked::<T>(src, dst, pad, None);
 }
 
-/// [`check_pair_as`] with the kernel compiled with `blocking` (the default when `None`).
+/// Whether the region stages a run of zips or unzips (its kernel consumes a loop of steps).
+pub fn stages_a_run(region: &Region) -> bool {
+    matches!(
+        region.kernel,
+        Kernel::Zip {
+            write: ZipWrite::StreamedRun { .. },
+            ..
+        } | Kernel::Unzip {
+            write: UnzipWrite::StreamedRun { .. },
+            ..
+        }
+    )
+}
+
+/// [`check_pair_as`] with the kernel pinned to `pin` (the defaults when `None`).
 pub fn check_pair_blocked<T: Element + PartialEq + std::fmt::Debug>(
     src: &Layout,
     dst: &Layout,
     pad: Option<T>,
-    blocking: Option<Blocking>,
+    pin: Option<Pin>,
 ) {
     let a: Vec<T> = pattern(src.cosize());
     let marker = T::from_bits(guard::MARKER);
@@ -69,8 +83,8 @@ pub fn check_pair_blocked<T: Element + PartialEq + std::fmt::Debug>(
     if let Some(p) = pad {
         options = options.pad_value(p);
     }
-    if let Some(b) = blocking {
-        options = options.blocking(b);
+    if let Some(pin) = pin {
+        options = pin.apply(options);
     }
     let r = compile_relayout_with(src, dst, options)
         .unwrap_or_else(|e| panic!("compile {src} -> {dst}: {e}"));

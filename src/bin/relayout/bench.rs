@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
-use relayout::plan::{Blocking, Plan};
+use relayout::plan::{Plan, Tactics};
 use relayout::suite::{self, PageAligned, Size};
 use relayout::{
-    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options,
+    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options, Target,
 };
 
 use crate::timing;
@@ -97,12 +97,12 @@ pub struct BenchArgs {
     /// Also draw each case's ratio to memcpy as a bar chart into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// Time the default blocking of large transposes instead of letting relayout tune it
+    /// Time the default tactics instead of letting relayout tune them
     /// (`Options::tune`; the tuning runs count as warm-up and are not timed).
     #[arg(long)]
     no_tune: bool,
-    /// Time every distinct candidate blocking of each case as a row of its own, named after the
-    /// case and the candidate's index in `Blocking::CANDIDATES` (`t2d_f32_8000#5`), instead of
+    /// Time every distinct candidate tactics of each case as a row of its own, named after the
+    /// case and the candidate's index in `Tactics::CANDIDATES` (`t2d_f32_8000#5`), instead of
     /// tuning: what tuning chooses among.
     #[arg(long, conflicts_with = "no_tune")]
     candidates: bool,
@@ -135,8 +135,8 @@ struct Job {
     dtype: DType,
     src: Layout,
     dst: Layout,
-    /// The blocking to pin, or `None` for the default (tuned unless `--no-tune`).
-    blocking: Option<Blocking>,
+    /// The tactics to pin, or `None` for the default (tuned unless `--no-tune`).
+    tactics: Option<Tactics>,
 }
 
 /// What was measured for one job.
@@ -232,7 +232,7 @@ impl BenchArgs {
                 dtype,
                 src: src.layout,
                 dst: dst.layout,
-                blocking: None,
+                tactics: None,
             }]);
         }
         let cases = match self.cases.as_slice() {
@@ -255,7 +255,7 @@ impl BenchArgs {
                     dtype: case.dtype,
                     src,
                     dst,
-                    blocking: None,
+                    tactics: None,
                 })
             })
             .collect()
@@ -263,13 +263,14 @@ impl BenchArgs {
 }
 
 impl Job {
-    /// A job for each candidate blocking whose plan differs from every earlier candidate's.
+    /// A job for each candidate tactics whose plan differs from every earlier candidate's.
     fn candidates(self) -> Result<Vec<Job>, Error> {
         let elem_size = self.dtype.size();
         let mut plans: Vec<Plan> = Vec::new();
         let mut jobs = Vec::new();
-        for (k, &blocking) in Blocking::CANDIDATES.iter().enumerate() {
-            let plan = Plan::with_blocking(&self.src, &self.dst, elem_size, blocking)?;
+        for (k, &tactics) in Tactics::CANDIDATES.iter().enumerate() {
+            let plan =
+                Plan::with_tactics(&self.src, &self.dst, elem_size, tactics, Target::host())?;
             if plans.contains(&plan) {
                 continue;
             }
@@ -279,7 +280,7 @@ impl Job {
                 dtype: self.dtype,
                 src: self.src.clone(),
                 dst: self.dst.clone(),
-                blocking: Some(blocking),
+                tactics: Some(tactics),
             });
         }
         Ok(jobs)
@@ -321,8 +322,8 @@ fn measure_as<T: Element>(
     runs: [usize; 3],
 ) -> Result<Row, Error> {
     let mut options = Options::new().dtype(job.dtype).threads(threads).tune(tune);
-    if let Some(blocking) = job.blocking {
-        options = options.blocking(blocking);
+    if let Some(tactics) = job.tactics {
+        options = options.tactics(tactics);
     }
     let kernel = compile_relayout_with(&job.src, &job.dst, options)?;
     let elements = job.src.size();
@@ -340,7 +341,7 @@ fn measure_as<T: Element>(
         spare = fill(elements);
         &spare[..]
     };
-    while kernel.blocking().is_none() {
+    while kernel.tactics().is_none() {
         kernel.run(&src, &mut dst)?;
     }
     // The first compile above was the warm-up (and, when tuning, chose the blocking that these

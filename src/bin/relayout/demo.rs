@@ -21,11 +21,11 @@ pub fn run() -> Result<(), Error> {
     let kernel = compile_relayout_with(&src, &dst, Options::new().tune(true))?;
     let a: Vec<f32> = (0..src.cosize()).map(|i| i as f32).collect();
     let mut got = vec![f32::NAN; dst.cosize()];
-    // Tuning: the first runs time each candidate blocking (each a correct kernel) and keep the
+    // Tuning: the first runs time each candidate tactics (each a correct kernel) and keep the
     // fastest.
     let start = Instant::now();
     let mut runs = 0;
-    while kernel.blocking().is_none() {
+    while kernel.tactics().is_none() {
         kernel.run(&a, &mut got)?;
         runs += 1;
     }

@@ -1,0 +1,263 @@
+//! The engine: the one owner of the pipeline from a layout pair to machine code.
+//!
+//! A relayout is compiled in two steps, each with a bounded cache in front of it:
+//!
+//! ```text
+//! (src, dst, element size, tactics, target) ──plan──▶ Arc<Plan> ──jit──▶ Arc<Compiled>
+//!            plans, keyed by that tuple                 kernels, keyed by the plan
+//! ```
+//!
+//! Keying kernels by plan means that two requests whose plans agree (two candidate tactics that
+//! make the same plan, or layouts written in two notations) share machine code, and that the JIT
+//! compiles a [`Plan`] without knowing any layout. The engine also remembers, boundedly, what
+//! tuning chose for each request, so that compiling the same relayout again goes straight to it.
+
+mod bounded;
+
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use bounded::BoundedMap;
+
+use crate::error::Result;
+use crate::jit::{self, Compiled};
+use crate::layout::Layout;
+use crate::plan::{Plan, Tactics};
+use crate::target::Target;
+
+/// Plans the engine keeps.
+const PLAN_CAPACITY: usize = 1024;
+/// Kernels the engine keeps alive; the oldest is dropped first when the cache is full.
+const KERNEL_CAPACITY: usize = 256;
+/// Tuning choices the engine remembers.
+const TUNED_CAPACITY: usize = 1024;
+
+/// Everything a plan depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Request {
+    pub src: Layout,
+    pub dst: Layout,
+    pub elem_size: usize,
+    pub tactics: Tactics,
+    pub target: Target,
+}
+
+/// What a tuning choice is remembered by: the request but its tactics, and the thread count.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct TuneKey {
+    pub request: Request,
+    pub threads: usize,
+}
+
+/// A planned and compiled request.
+pub(crate) struct Candidate {
+    pub tactics: Tactics,
+    pub plan: Arc<Plan>,
+    pub kernel: Arc<Compiled>,
+}
+
+/// The process's plans, kernels and tuning choices.
+pub(crate) struct Engine {
+    plans: Mutex<BoundedMap<Request, Arc<Plan>>>,
+    kernels: Mutex<BoundedMap<Arc<Plan>, Arc<Compiled>>>,
+    tuned: Mutex<BoundedMap<TuneKey, Tactics>>,
+}
+
+impl Engine {
+    /// The engine of this process.
+    pub(crate) fn global() -> &'static Engine {
+        static ENGINE: OnceLock<Engine> = OnceLock::new();
+        ENGINE.get_or_init(Engine::new)
+    }
+
+    /// An engine with empty caches.
+    fn new() -> Engine {
+        Engine {
+            plans: Mutex::new(BoundedMap::new(PLAN_CAPACITY)),
+            kernels: Mutex::new(BoundedMap::new(KERNEL_CAPACITY)),
+            tuned: Mutex::new(BoundedMap::new(TUNED_CAPACITY)),
+        }
+    }
+
+    /// The plan of `request`, and when planning it began if it was planned now (always, and
+    /// leaving the cache alone, without `use_cache`).
+    pub(crate) fn plan(
+        &self,
+        request: &Request,
+        use_cache: bool,
+    ) -> Result<(Arc<Plan>, Option<Instant>)> {
+        if use_cache {
+            if let Some(plan) = lock(&self.plans).get(request) {
+                return Ok((plan, None));
+            }
+        }
+        let start = Instant::now();
+        let plan = Arc::new(Plan::with_tactics(
+            &request.src,
+            &request.dst,
+            request.elem_size,
+            request.tactics,
+            request.target,
+        )?);
+        if use_cache {
+            lock(&self.plans).insert(request.clone(), plan.clone());
+        }
+        Ok((plan, Some(start)))
+    }
+
+    /// The kernel of `plan`, compiled now unless the cache holds it (always, and leaving the
+    /// cache alone, without `use_cache`); `planned` is when planning began, if it happened just
+    /// now, so that the kernel's compile time covers it. The flag says whether it was a hit.
+    pub(crate) fn kernel(
+        &self,
+        plan: Arc<Plan>,
+        planned: Option<Instant>,
+        use_cache: bool,
+    ) -> Result<(Arc<Compiled>, bool)> {
+        if use_cache {
+            if let Some(kernel) = lock(&self.kernels).get(&plan) {
+                return Ok((kernel, true));
+            }
+        }
+        let kernel = Arc::new(jit::compile(
+            plan.clone(),
+            planned.unwrap_or_else(Instant::now),
+        )?);
+        if use_cache {
+            lock(&self.kernels).insert(plan, kernel.clone());
+        }
+        Ok((kernel, false))
+    }
+
+    /// `request` planned and compiled, and whether the kernel came from the cache.
+    pub(crate) fn candidate(
+        &self,
+        request: &Request,
+        use_cache: bool,
+    ) -> Result<(Candidate, bool)> {
+        let (plan, planned) = self.plan(request, use_cache)?;
+        let (kernel, hit) = self.kernel(plan.clone(), planned, use_cache)?;
+        let candidate = Candidate {
+            tactics: request.tactics,
+            plan,
+            kernel,
+        };
+        Ok((candidate, hit))
+    }
+
+    /// The other candidates tuning measures against `first` (the request with its tactics):
+    /// each of [`Tactics::CANDIDATES`] whose plan differs from every earlier one's, each planned
+    /// once and compiled.
+    pub(crate) fn alternatives(
+        &self,
+        first: &Candidate,
+        request: &Request,
+        use_cache: bool,
+    ) -> Result<Vec<Candidate>> {
+        let mut out: Vec<Candidate> = Vec::new();
+        for tactics in Tactics::CANDIDATES {
+            let request = Request {
+                tactics,
+                ..request.clone()
+            };
+            let (plan, planned) = self.plan(&request, use_cache)?;
+            if *plan == *first.plan || out.iter().any(|c| *c.plan == *plan) {
+                continue;
+            }
+            let (kernel, _) = self.kernel(plan.clone(), planned, use_cache)?;
+            out.push(Candidate {
+                tactics,
+                plan,
+                kernel,
+            });
+        }
+        Ok(out)
+    }
+
+    /// What an earlier tuning chose for `key`, if the engine remembers it.
+    pub(crate) fn remembered(&self, key: &TuneKey) -> Option<Tactics> {
+        lock(&self.tuned).get(key)
+    }
+
+    /// Remembers that tuning chose `tactics` for `key`.
+    pub(crate) fn remember(&self, key: TuneKey, tactics: Tactics) {
+        lock(&self.tuned).insert(key, tactics);
+    }
+}
+
+/// Locks one of the engine's maps, recovering from a panic in another thread (every update is
+/// a single insert, so the map stays consistent).
+fn lock<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::LargeWrites;
+
+    fn transpose(tactics: Tactics) -> Request {
+        Request {
+            src: Layout::row_major(&[32, 48]).unwrap(),
+            dst: Layout::col_major(&[32, 48]).unwrap(),
+            elem_size: 4,
+            tactics,
+            target: Target::host(),
+        }
+    }
+
+    #[test]
+    fn a_request_is_planned_once() {
+        let engine = Engine::new();
+        let request = transpose(Tactics::default());
+        let (first, planned) = engine.plan(&request, true).unwrap();
+        assert!(planned.is_some());
+        let (again, planned) = engine.plan(&request, true).unwrap();
+        assert!(planned.is_none() && Arc::ptr_eq(&first, &again));
+        // Without the cache: planned afresh, and the cache left alone.
+        let (fresh, planned) = engine.plan(&request, false).unwrap();
+        assert!(planned.is_some() && !Arc::ptr_eq(&first, &fresh));
+        assert_eq!(*first, *fresh);
+    }
+
+    #[test]
+    fn requests_whose_plans_agree_share_one_kernel() {
+        let engine = Engine::new();
+        // A small transpose streams nothing, so how large destinations are written does not
+        // change its plan.
+        let streamed = transpose(Tactics::default());
+        let stored = transpose(Tactics {
+            large_writes: LargeWrites::Stored,
+            ..Tactics::default()
+        });
+        let (a, hit_a) = engine.candidate(&streamed, true).unwrap();
+        let (b, hit_b) = engine.candidate(&stored, true).unwrap();
+        assert!(!hit_a && hit_b);
+        assert!(Arc::ptr_eq(&a.kernel, &b.kernel));
+        assert_eq!(
+            b.tactics, stored.tactics,
+            "each candidate keeps its own tactics"
+        );
+        let (c, hit_c) = engine.candidate(&streamed, false).unwrap();
+        assert!(!hit_c && !Arc::ptr_eq(&a.kernel, &c.kernel));
+        // Tuning compares plans: here every candidate's plan is one of a few.
+        let others = engine.alternatives(&a, &streamed, true).unwrap();
+        for (i, x) in others.iter().enumerate() {
+            assert_ne!(*x.plan, *a.plan);
+            assert!(others[..i].iter().all(|y| *y.plan != *x.plan));
+        }
+    }
+
+    #[test]
+    fn tuning_choices_are_remembered_per_request_and_threads() {
+        let engine = Engine::new();
+        let key = |threads| TuneKey {
+            request: transpose(Tactics::default()),
+            threads,
+        };
+        assert_eq!(engine.remembered(&key(1)), None);
+        engine.remember(key(1), Tactics::CANDIDATES[5]);
+        assert_eq!(engine.remembered(&key(1)), Some(Tactics::CANDIDATES[5]));
+        assert_eq!(engine.remembered(&key(2)), None);
+    }
+}

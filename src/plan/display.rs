@@ -1,0 +1,160 @@
+//! A plan as text: a readable loop nest, one region after another, the way schedule printouts
+//! show loops (what `relayout plan` prints).
+
+use std::fmt;
+
+use super::ir::{
+    CopyWrite, Flush, Kernel, Loop, OffsetTerm, Plan, Region, TransposeWrite, UnzipWrite, Walk,
+    ZipWrite,
+};
+
+impl fmt::Display for Plan {
+    /// The loop nest as text, one region after another.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "plan: {}-byte elements, src {} elements, dst {} elements, {} region(s), work {}",
+            self.elem_size,
+            self.src_len,
+            self.dst_len,
+            self.regions.len(),
+            self.work()
+        )?;
+        for (i, region) in self.regions.iter().enumerate() {
+            writeln!(
+                f,
+                "region {i}: src at {}, dst at {}",
+                region.src_base, region.dst_base
+            )?;
+            Nest { f, indent: 1 }.region(self, region)?;
+        }
+        Ok(())
+    }
+}
+
+/// Lines of one region, each indented by its depth in the nest.
+struct Nest<'a, 'b> {
+    f: &'a mut fmt::Formatter<'b>,
+    indent: usize,
+}
+
+impl Nest<'_, '_> {
+    fn line(&mut self, text: fmt::Arguments) -> fmt::Result {
+        writeln!(self.f, "{}{text}", "  ".repeat(self.indent))
+    }
+
+    /// A loop line; what follows goes one level deeper.
+    fn open(&mut self, l: Loop) -> fmt::Result {
+        self.line(format_args!(
+            "for {} (src += {}, dst += {})",
+            l.extent, l.src_stride, l.dst_stride
+        ))?;
+        self.indent += 1;
+        Ok(())
+    }
+
+    fn region(&mut self, plan: &Plan, region: &Region) -> fmt::Result {
+        let elem_size = plan.elem_size;
+        if let Some(ix) = &region.indexed {
+            let show = |terms: &[OffsetTerm]| {
+                terms
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            };
+            self.line(format_args!(
+                "for x in {:?} (indexed: src += {}, dst += {})",
+                ix.extents,
+                show(&ix.src),
+                show(&ix.dst)
+            ))?;
+            self.indent += 1;
+        }
+        for &l in &region.loops {
+            self.open(l)?;
+        }
+        let staged = |flush: Flush, runs: usize| {
+            let bytes = region.stage_bytes(elem_size).unwrap_or(0);
+            let how = match flush {
+                Flush::Streamed => "streamed",
+                Flush::Copied => "copied",
+            };
+            format!(
+                "staged in a {bytes}-byte buffer, {how} out as {runs} run(s) of {} bytes:",
+                bytes / runs.max(1)
+            )
+        };
+        match region.kernel {
+            Kernel::Copy {
+                write: CopyWrite::Streamed { rows },
+                ..
+            } if rows.extent > 1 => self.open(rows)?,
+            Kernel::Zip {
+                write: ZipWrite::StreamedRun { steps },
+                ..
+            }
+            | Kernel::Unzip {
+                write: UnzipWrite::StreamedRun { steps },
+                ..
+            } => {
+                self.line(format_args!("{}", staged(Flush::Streamed, 1)))?;
+                self.open(steps)?;
+            }
+            Kernel::Zip {
+                write: ZipWrite::StreamedTile,
+                ..
+            } => self.line(format_args!("{}", staged(Flush::Streamed, 1)))?,
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Staged(flush),
+            } => self.line(format_args!("{}", staged(flush, tile.a.extent)))?,
+            _ => {}
+        }
+        self.kernel(plan, region.kernel)
+    }
+
+    fn kernel(&mut self, plan: &Plan, kernel: Kernel) -> fmt::Result {
+        let elem_size = plan.elem_size;
+        match kernel {
+            Kernel::Element => self.line(format_args!("move 1 element")),
+            Kernel::Copy { len, write } => {
+                let how = match write {
+                    CopyWrite::Streamed { .. } => "streaming stores".to_string(),
+                    CopyWrite::Stored => format!("{}-byte vectors", plan.target.vector_bytes),
+                };
+                self.line(format_args!(
+                    "copy {len} contiguous elements ({} bytes, {how})",
+                    len * elem_size
+                ))
+            }
+            Kernel::Transpose { tile, .. } => {
+                let (a, b, lanes) = (tile.a, tile.b, tile.lanes);
+                let walk = match tile.walk {
+                    Walk::Across => " across source rows",
+                    Walk::Along => "",
+                };
+                self.line(format_args!(
+                    "transpose {lanes}x{lanes} register tiles{walk}: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
+                    a.extent, a.dst_stride, b.extent, b.src_stride
+                ))
+            }
+            Kernel::Zip { tile, .. } => self.line(format_args!(
+                "zip {} strips of {} in registers ({} lanes): strips at src += {}, interleaved into dst",
+                tile.short.extent, tile.long.extent, tile.lanes, tile.short.src_stride
+            )),
+            Kernel::Unzip { tile, .. } => self.line(format_args!(
+                "unzip {} interleaved strips of {} in registers ({} lanes): strips to dst += {}",
+                tile.short.extent, tile.long.extent, tile.lanes, tile.short.dst_stride
+            )),
+        }
+    }
+}
+
+impl fmt::Display for OffsetTerm {
+    /// The term as an expression over the indexed dims `x0, x1, …`, written as a layout digit is
+    /// (`stride*(x1/4%2)`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.digit())
+    }
+}

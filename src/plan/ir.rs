@@ -1,0 +1,472 @@
+//! The plan IR: what a relayout does, as types a reader meets first.
+//!
+//! A [`Plan`] is a list of [`Region`]s. A region is a loop nest over a box of the logical index
+//! space: an optional [`Indexed`] loop (dims whose offsets need division and modulo), then affine
+//! [`Loop`]s, outermost first, then one [`Kernel`]. Each kernel variant carries how it writes
+//! the destination as an enum of its own ([`CopyWrite`], [`TransposeWrite`], [`ZipWrite`],
+//! [`UnzipWrite`]), so every way of writing the planner can choose is one value and no other can
+//! be written; a loop that a kernel consumes whole (the rows of a streamed copy, the steps of a
+//! staged run) belongs to the kernel, not to the region's loops.
+//!
+//! The outermost loop of each region (the indexed loop, or the first affine loop) is the unit of
+//! work that threads share: the generated function runs a range of the plan's
+//! [`work`](Plan::work), the outer loops of all regions one after another.
+//!
+//! ```
+//! use relayout::plan::{Kernel, Plan, TransposeWrite};
+//! use relayout::Layout;
+//!
+//! let plan = Plan::new(&Layout::row_major(&[64, 32])?, &Layout::col_major(&[64, 32])?, 4)?;
+//! let Kernel::Transpose { tile, write } = plan.regions()[0].kernel else { panic!() };
+//! assert_eq!((tile.lanes, tile.a.src_stride, tile.b.dst_stride), (4, 1, 1));
+//! assert_eq!(write, TransposeWrite::InPlace);
+//! # Ok::<(), relayout::Error>(())
+//! ```
+
+use crate::layout::{Digit, Source};
+use crate::target::Target;
+
+/// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Loop {
+    /// Number of iterations.
+    pub extent: usize,
+    /// Source elements between consecutive iterations.
+    pub src_stride: i64,
+    /// Destination elements between consecutive iterations.
+    pub dst_stride: i64,
+}
+
+impl Loop {
+    /// A loop of `extent` steps along which both sides are contiguous.
+    pub const fn contiguous(extent: usize) -> Loop {
+        Loop {
+            extent,
+            src_stride: 1,
+            dst_stride: 1,
+        }
+    }
+
+    /// This loop with another extent.
+    pub const fn with_extent(self, extent: usize) -> Loop {
+        Loop { extent, ..self }
+    }
+
+    /// `steps` steps of this loop as one step of a new loop of `extent` iterations.
+    pub const fn stepping(self, steps: usize, extent: usize) -> Loop {
+        Loop {
+            extent,
+            src_stride: self.src_stride * steps as i64,
+            dst_stride: self.dst_stride * steps as i64,
+        }
+    }
+}
+
+/// The innermost operation of a region, with how it writes the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Move one element.
+    Element,
+    /// Copy `len` elements that are contiguous on both sides.
+    Copy {
+        /// Elements per copy.
+        len: usize,
+        /// How the copy writes.
+        write: CopyWrite,
+    },
+    /// Transpose `lanes × lanes` register tiles.
+    Transpose {
+        /// The two loops and the walk over the tiles.
+        tile: TransposeTile,
+        /// Where the tiles are stored.
+        write: TransposeWrite,
+    },
+    /// Interleave `short.extent` strips in registers (see [`ZipTile`]): each strip runs along
+    /// `long`, contiguous in the source; the destination holds the strips interleaved.
+    Zip {
+        /// The strips.
+        tile: ZipTile,
+        /// Where the interleaved runs are stored.
+        write: ZipWrite,
+    },
+    /// The inverse of [`Kernel::Zip`]: the source holds the strips interleaved, the destination
+    /// each strip contiguously along `long`.
+    Unzip {
+        /// The strips.
+        tile: ZipTile,
+        /// Where the strips are stored.
+        write: UnzipWrite,
+    },
+}
+
+/// How a contiguous copy writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CopyWrite {
+    /// 16-byte vector loads and stores, unrolled.
+    Stored,
+    /// Streaming stores: the runs of `rows` (one copy per step; a single run when `rows.extent`
+    /// is 1) go to the runtime's streaming routine as the rows of one call.
+    Streamed {
+        /// The rows of one call.
+        rows: Loop,
+    },
+}
+
+/// The loops of a transpose: `a` is contiguous in the source (`a.src_stride == 1`), `b` in the
+/// destination (`b.dst_stride == 1`). Loads run along `a`, stores along `b`; the parts of `a`
+/// and `b` beyond whole tiles move element by element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TransposeTile {
+    /// The source-contiguous loop.
+    pub a: Loop,
+    /// The destination-contiguous loop.
+    pub b: Loop,
+    /// Elements per vector.
+    pub lanes: usize,
+    /// The order in which the register tiles of a block are visited.
+    pub walk: Walk,
+}
+
+/// The order in which a transpose visits its register tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Walk {
+    /// Along the source rows: tiles along `b` in the outer loop, along `a` inside (blocks only a
+    /// few tiles across along `b` go across either way).
+    #[default]
+    Along,
+    /// Across the source rows: each step of the outer tile loop (along `a`) finishes whole
+    /// destination runs and reads a little of every source row of the block.
+    Across,
+}
+
+/// Where a transpose stores its tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransposeWrite {
+    /// Each register tile straight to its place in the destination.
+    InPlace,
+    /// The whole block into the staging buffer, one row per destination run, then the runs out
+    /// one after another.
+    Staged(Flush),
+}
+
+/// How a staged block leaves the staging buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Flush {
+    /// Vector copies.
+    Copied,
+    /// One call of the runtime's streaming routine.
+    Streamed,
+}
+
+/// The loops of a zip or unzip. For a zip, `long` is contiguous in the source
+/// (`long.src_stride == 1`) and the destination interleaves the strips
+/// (`short.dst_stride == 1`, `long.dst_stride == short.extent`); an unzip is the mirror image
+/// (`short.src_stride == 1`, `long.src_stride == short.extent`, `long.dst_stride == 1`). A
+/// vector of each strip is loaded and whole vectors of the other side stored; no lane crosses
+/// into another strip's register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ZipTile {
+    /// The short loop (2, 4, 8 … strips, fewer than `lanes`), contiguous on the interleaved side.
+    pub short: Loop,
+    /// The long loop along each strip.
+    pub long: Loop,
+    /// Elements per vector.
+    pub lanes: usize,
+}
+
+impl ZipTile {
+    /// Elements of one tile: every strip whole.
+    pub fn elements(&self) -> usize {
+        self.short.extent * self.long.extent
+    }
+}
+
+/// Where a zip stores its interleaved run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ZipWrite {
+    /// Vector stores straight to the destination.
+    InPlace,
+    /// The interleaved run into the staging buffer, then streamed out by one call.
+    StreamedTile,
+    /// The zips of `steps`, whose interleaved runs continue one another in the destination
+    /// (`steps.dst_stride` is the tile's element count), into the staging buffer, then the
+    /// joined run streamed out by one call.
+    StreamedRun {
+        /// The steps staged together.
+        steps: Loop,
+    },
+}
+
+/// Where an unzip stores its strips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnzipWrite {
+    /// Vector stores straight to the destination.
+    InPlace,
+    /// The unzips of `steps`, whose destination blocks continue one another (see
+    /// [`ZipWrite::StreamedRun`]), into the staging buffer, then streamed out by one call.
+    StreamedRun {
+        /// The steps staged together.
+        steps: Loop,
+    },
+}
+
+impl Kernel {
+    /// Elements the kernel moves each time it runs.
+    pub fn elements(&self) -> usize {
+        match *self {
+            Kernel::Element => 1,
+            Kernel::Copy { len, write } => len * write.rows().extent,
+            Kernel::Transpose { tile, .. } => tile.a.extent * tile.b.extent,
+            Kernel::Zip { tile, write } => tile.elements() * write.steps().extent,
+            Kernel::Unzip { tile, write } => tile.elements() * write.steps().extent,
+        }
+    }
+
+    /// Bytes of the staging buffer the kernel fills, if it stages.
+    pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
+        let elements = match *self {
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Staged(_),
+            } => tile.a.extent * tile.b.extent,
+            Kernel::Zip {
+                tile,
+                write: ZipWrite::StreamedTile,
+            } => tile.elements(),
+            Kernel::Zip {
+                tile,
+                write: ZipWrite::StreamedRun { steps },
+            }
+            | Kernel::Unzip {
+                tile,
+                write: UnzipWrite::StreamedRun { steps },
+            } => tile.elements() * steps.extent,
+            _ => return None,
+        };
+        Some(elements * elem_size)
+    }
+
+    /// Whether the kernel writes with streaming stores (through the runtime's routine).
+    pub fn streams(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Copy {
+                write: CopyWrite::Streamed { .. },
+                ..
+            } | Kernel::Transpose {
+                write: TransposeWrite::Staged(Flush::Streamed),
+                ..
+            } | Kernel::Zip {
+                write: ZipWrite::StreamedTile | ZipWrite::StreamedRun { .. },
+                ..
+            } | Kernel::Unzip {
+                write: UnzipWrite::StreamedRun { .. },
+                ..
+            }
+        )
+    }
+}
+
+impl CopyWrite {
+    /// The rows of one call: `rows` when streamed, a single run otherwise.
+    pub fn rows(&self) -> Loop {
+        match *self {
+            CopyWrite::Stored => SINGLE,
+            CopyWrite::Streamed { rows } => rows,
+        }
+    }
+}
+
+impl ZipWrite {
+    /// The steps staged together, or a single step.
+    pub fn steps(&self) -> Loop {
+        match *self {
+            ZipWrite::InPlace | ZipWrite::StreamedTile => SINGLE,
+            ZipWrite::StreamedRun { steps } => steps,
+        }
+    }
+}
+
+impl UnzipWrite {
+    /// The steps staged together, or a single step.
+    pub fn steps(&self) -> Loop {
+        match *self {
+            UnzipWrite::InPlace => SINGLE,
+            UnzipWrite::StreamedRun { steps } => steps,
+        }
+    }
+}
+
+/// A loop of one step that goes nowhere: what a kernel that consumes no loop runs over.
+pub const SINGLE: Loop = Loop {
+    extent: 1,
+    src_stride: 0,
+    dst_stride: 0,
+};
+
+/// One term of an offset computed with division and modulo:
+/// `stride · (((Σ weight·x[dim] + shift) floordiv div) mod modulus)`, over the dims of an
+/// [`Indexed`] loop (numbered by their position in it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OffsetTerm {
+    /// The `(dim, weight)` terms of the sum the digit reads.
+    pub inputs: Vec<(usize, i64)>,
+    /// Added to the sum before dividing.
+    pub shift: i64,
+    /// The divisor; at least 1.
+    pub div: usize,
+    /// The radix, or `None` for no modulo.
+    pub modulus: Option<usize>,
+    /// Elements between consecutive values.
+    pub stride: i64,
+    /// Whether the shifted sum is never negative over the loop's extents, so that division and
+    /// modulo can be unsigned.
+    pub nonnegative: bool,
+}
+
+impl OffsetTerm {
+    /// The term's value, in elements, at the point `x` of the indexed dims.
+    pub fn eval(&self, x: &[usize]) -> i128 {
+        let sum: i128 = self
+            .inputs
+            .iter()
+            .map(|&(d, w)| w as i128 * x[d] as i128)
+            .sum();
+        let v = (sum + self.shift as i128).div_euclid(self.div as i128);
+        let v = match self.modulus {
+            Some(m) => v.rem_euclid(m as i128),
+            None => v,
+        };
+        self.stride as i128 * v
+    }
+
+    /// The term as a layout digit over the indexed dims (for its range and its text).
+    pub(crate) fn digit(&self) -> Digit {
+        Digit {
+            source: Source::fused(self.inputs.iter().copied()),
+            shift: self.shift,
+            div: self.div,
+            ext: self.modulus,
+            stride: self.stride,
+        }
+    }
+}
+
+/// Dims iterated by one flat counter whose coordinates and offsets are computed with division
+/// and modulo: the dims whose digits do not refine into strided loops.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Indexed {
+    /// Extents of the indexed dims (local dim `k` is the `k`-th of these).
+    pub extents: Vec<usize>,
+    /// Source offset terms over the local dims.
+    pub src: Vec<OffsetTerm>,
+    /// Destination offset terms over the local dims.
+    pub dst: Vec<OffsetTerm>,
+}
+
+impl Indexed {
+    /// Number of points the indexed loop visits.
+    pub fn count(&self) -> usize {
+        self.extents.iter().product()
+    }
+}
+
+/// A loop nest over a box of the index space.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Region {
+    /// Source buffer index (elements from the start of the slice) of the region's first element.
+    pub src_base: i64,
+    /// Destination buffer index of the region's first element.
+    pub dst_base: i64,
+    /// An outermost loop over dims that need div/mod, if any.
+    pub indexed: Option<Indexed>,
+    /// Affine loops, outermost first.
+    pub loops: Vec<Loop>,
+    /// The innermost operation.
+    pub kernel: Kernel,
+}
+
+impl Region {
+    /// Bytes of the staging buffer the region fills, if its kernel stages.
+    pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
+        self.kernel.stage_bytes(elem_size)
+    }
+
+    /// Iterations of the outermost loop: the unit in which work is split between threads.
+    pub fn outer_extent(&self) -> usize {
+        match (&self.indexed, self.loops.first()) {
+            (Some(ix), _) => ix.count(),
+            (None, Some(l)) => l.extent,
+            (None, None) => 1,
+        }
+    }
+
+    /// Elements the region moves.
+    pub fn elements(&self) -> usize {
+        let indexed = self.indexed.as_ref().map_or(1, Indexed::count);
+        let loops: usize = self.loops.iter().map(|l| l.extent).product();
+        indexed * loops * self.kernel.elements()
+    }
+}
+
+/// The loop nests that move every element of a source layout to its place in a destination
+/// layout, for one [`Target`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Plan {
+    pub(super) elem_size: usize,
+    pub(super) src_len: usize,
+    pub(super) dst_len: usize,
+    pub(super) elements: usize,
+    pub(super) target: Target,
+    pub(super) regions: Vec<Region>,
+}
+
+impl Plan {
+    /// Bytes per element.
+    pub fn elem_size(&self) -> usize {
+        self.elem_size
+    }
+
+    /// Elements the source buffer must hold.
+    pub fn src_len(&self) -> usize {
+        self.src_len
+    }
+
+    /// Elements the destination buffer must hold.
+    pub fn dst_len(&self) -> usize {
+        self.dst_len
+    }
+
+    /// Elements of the logical tensor: what the plan moves, each exactly once.
+    pub fn elements(&self) -> usize {
+        self.elements
+    }
+
+    /// The machine the plan was made for.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The regions, in the order the generated code runs them.
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// Total outer iterations over all regions: the range the generated function takes.
+    pub fn work(&self) -> usize {
+        self.regions.iter().map(Region::outer_extent).sum()
+    }
+
+    /// Whether some kernel writes with streaming stores (which a run must fence afterwards).
+    pub fn streams(&self) -> bool {
+        self.regions.iter().any(|r| r.kernel.streams())
+    }
+
+    /// Bytes of the largest staging buffer any region fills.
+    pub fn stage_bytes(&self) -> Option<usize> {
+        self.regions
+            .iter()
+            .filter_map(|r| r.stage_bytes(self.elem_size))
+            .max()
+    }
+}

@@ -1,0 +1,310 @@
+//! The choices the planner leaves to the caller or to tuning: how transposes are cut into blocks
+//! and how they store them ([`Tiling`], [`Blocking`]), and whether copies, zips and unzips into
+//! large destinations stream ([`LargeWrites`]); the default of each, and the candidates that
+//! tuning measures against each other.
+
+use super::ir::Walk;
+use crate::target::Target;
+
+/// Everything the planner may be told to choose one way or another.
+///
+/// ```
+/// use relayout::plan::{LargeWrites, Tactics, Tiling};
+///
+/// let default = Tactics::default();
+/// assert_eq!(default.tiling, Tiling::Fitted);
+/// assert_eq!(default.large_writes, LargeWrites::Streamed);
+/// assert_eq!(Tactics::CANDIDATES[0], default);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Tactics {
+    /// How transposes are cut into blocks.
+    pub tiling: Tiling,
+    /// How copies, zips and unzips write destinations of at least the target's
+    /// [`stream_min_bytes`](Target::stream_min_bytes).
+    pub large_writes: LargeWrites,
+}
+
+/// How transposes are cut into blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Tiling {
+    /// The default blocking, fitted to the destination's row stride ([`Blocking::fitted`]).
+    #[default]
+    Fitted,
+    /// This blocking, whatever the destination.
+    Fixed(Blocking),
+}
+
+/// How copies, zips and unzips write large destinations. Which is faster depends on the
+/// machine: on a 2-core AMD EPYC (Zen 3) VM, NHWC → NCHW16c (64-byte runs into four places at
+/// once) ran at 0.51–0.59 of memcpy streamed and 0.81–0.85 with ordinary stores, while XLA's
+/// `T(8,128)` tiles ran at 1.25–1.30 streamed and 0.97–0.99 without; on a Zen 5 VM NHWC →
+/// NCHW16c was the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LargeWrites {
+    /// Streaming stores: copies of a cache line or more read the source in order and stream,
+    /// zips of long runs and zips and unzips whose runs continue one another go through the
+    /// staging buffer and stream.
+    #[default]
+    Streamed,
+    /// Ordinary stores.
+    Stored,
+}
+
+/// How a transpose stores its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockWrite {
+    /// Each register tile in place.
+    InPlace,
+    /// Each block into a staging buffer, one row per destination run, then copied out run after
+    /// run.
+    Staged,
+    /// Into large destinations (see [`Target::stream_min_bytes`]), each block staged and then
+    /// streamed out (non-temporal stores: no read-for-ownership of the destination); into
+    /// smaller ones, in place.
+    Streamed,
+}
+
+/// How a transpose is cut into blocks and how it stores them.
+///
+/// ```
+/// use relayout::plan::{Blocking, BlockWrite};
+/// use relayout::Target;
+///
+/// let host = Target::host();
+/// // Rows 3 KiB apart start in 4 different L1 sets: the default stays.
+/// assert_eq!(Blocking::fitted(3072, host), Blocking::DEFAULT);
+/// // Rows 4 KiB apart all start in the same set: blocks are staged and copied out.
+/// assert_eq!(Blocking::fitted(4096, host).write, BlockWrite::Staged);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Blocking {
+    /// Bytes of each destination run a block writes (a strip along the destination-contiguous
+    /// loop); at least one vector.
+    pub run_bytes: usize,
+    /// Bytes of one block (strip × width along the source-contiguous loop).
+    pub block_bytes: usize,
+    /// Strips per macro block (the nearest divisor of the strip count is used).
+    pub macro_strips: usize,
+    /// Blocks per macro block along the source runs (the nearest divisor is used).
+    pub macro_blocks: usize,
+    /// How the blocks are stored.
+    pub write: BlockWrite,
+    /// The order of the register tiles in a block. Reading many source rows at once
+    /// ([`Walk::Across`]) keeps more of them in flight from memory: on a 2-core AMD EPYC (Zen 4)
+    /// VM, staged and streamed blocks of an 8000² f32 transpose went from 4.6 to 8.9 GB/s and of
+    /// NCHW → NHWC from 6.8 to 11.5 this way, while the 256³ reversal fell from 6.7 to 3.2 (its
+    /// source rows are 256 KiB apart).
+    pub walk: Walk,
+}
+
+impl Blocking {
+    /// Strips of 64-byte destination runs (one line of each destination row) by 4 KiB blocks,
+    /// grouped 16 × 4 into macro blocks; tiles stored in place.
+    pub const DEFAULT: Blocking = Blocking {
+        run_bytes: 64,
+        block_bytes: 4096,
+        macro_strips: 16,
+        macro_blocks: 4,
+        write: BlockWrite::InPlace,
+        walk: Walk::Along,
+    };
+
+    /// 256-byte destination runs in 4 KiB blocks: a block writes fewer destination rows, four
+    /// lines of each.
+    pub const LONG_RUNS: Blocking = Blocking {
+        run_bytes: 256,
+        ..Blocking::DEFAULT
+    };
+
+    /// 1 KiB destination runs, 16 rows a block, staged and copied out.
+    pub const STAGED_RUNS: Blocking = Blocking {
+        run_bytes: 1024,
+        block_bytes: 16384,
+        macro_strips: 1,
+        macro_blocks: 1,
+        write: BlockWrite::Staged,
+        walk: Walk::Along,
+    };
+
+    /// 256-byte runs, 64 rows a block, in macro blocks of 4 × 4, staged and streamed.
+    const STREAMED_256: Blocking = Blocking {
+        run_bytes: 256,
+        block_bytes: 16384,
+        macro_strips: 4,
+        write: BlockWrite::Streamed,
+        ..Blocking::DEFAULT
+    };
+
+    /// 512-byte runs, 16 rows a block, staged and streamed.
+    const STREAMED_512: Blocking = Blocking {
+        run_bytes: 512,
+        block_bytes: 8192,
+        macro_strips: 1,
+        macro_blocks: 1,
+        write: BlockWrite::Streamed,
+        walk: Walk::Along,
+    };
+
+    /// 1 KiB runs, 16 rows a block, staged and streamed.
+    const STREAMED_1K: Blocking = Blocking {
+        run_bytes: 1024,
+        block_bytes: 16384,
+        macro_strips: 1,
+        macro_blocks: 1,
+        write: BlockWrite::Streamed,
+        walk: Walk::Along,
+    };
+
+    /// The default blocking for transposes whose destination rows (one per step along the
+    /// source-contiguous loop) lie `row_bytes` apart on `target`. The default writes one line of
+    /// each of many destination rows per block, which is fastest unless those lines crowd into a
+    /// few L1 sets and evict each other half-written: where the rows start in only two sets (rows
+    /// 2 KiB apart, or an odd multiple of that, on a 64-set L1) a block writes fewer rows with
+    /// longer runs, and where they all start in one set (a multiple of 4 KiB apart) a block is
+    /// staged and its runs copied out one after another. On a 2-core AMD EPYC VM this took 512²
+    /// f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
+    pub fn fitted(row_bytes: usize, target: Target) -> Blocking {
+        match start_sets(row_bytes, target) {
+            1 => Blocking::STAGED_RUNS,
+            2 => Blocking::LONG_RUNS,
+            _ => Blocking::DEFAULT,
+        }
+    }
+
+    /// This blocking with runs across the source rows.
+    const fn across(self) -> Blocking {
+        Blocking {
+            walk: Walk::Across,
+            ..self
+        }
+    }
+}
+
+impl Default for Blocking {
+    /// [`Blocking::DEFAULT`].
+    fn default() -> Blocking {
+        Blocking::DEFAULT
+    }
+}
+
+impl Tiling {
+    /// The blocking for transposes whose destination rows lie `row_bytes` apart on `target`.
+    pub fn blocking(self, row_bytes: usize, target: Target) -> Blocking {
+        match self {
+            Tiling::Fitted => Blocking::fitted(row_bytes, target),
+            Tiling::Fixed(blocking) => blocking,
+        }
+    }
+}
+
+impl Tactics {
+    /// The tactics worth measuring against each other: the default, the default with ordinary
+    /// stores for copies and zips, 256-byte runs in 4 KiB and 16 KiB blocks, no macro blocks, and
+    /// staged blocks streamed out with runs of 256 bytes (64 rows a block), 512 and 1024 bytes (16
+    /// rows a block), each of those last three once along and once across the source rows.
+    pub const CANDIDATES: [Tactics; 11] = [
+        Tactics::fitted(LargeWrites::Streamed),
+        Tactics::fitted(LargeWrites::Stored),
+        Tactics::fixed(Blocking::LONG_RUNS),
+        Tactics::fixed(Blocking {
+            run_bytes: 256,
+            block_bytes: 16384,
+            macro_strips: 4,
+            ..Blocking::DEFAULT
+        }),
+        Tactics::fixed(Blocking {
+            macro_strips: 1,
+            macro_blocks: 1,
+            ..Blocking::DEFAULT
+        }),
+        Tactics::fixed(Blocking::STREAMED_256),
+        Tactics::fixed(Blocking::STREAMED_512),
+        Tactics::fixed(Blocking::STREAMED_1K),
+        Tactics::fixed(Blocking::STREAMED_256.across()),
+        Tactics::fixed(Blocking::STREAMED_512.across()),
+        Tactics::fixed(Blocking::STREAMED_1K.across()),
+    ];
+
+    /// Fitted tiling, large destinations written as `large_writes` says.
+    const fn fitted(large_writes: LargeWrites) -> Tactics {
+        Tactics {
+            tiling: Tiling::Fitted,
+            large_writes,
+        }
+    }
+
+    /// This blocking for transposes, large destinations streamed.
+    pub const fn fixed(blocking: Blocking) -> Tactics {
+        Tactics {
+            tiling: Tiling::Fixed(blocking),
+            large_writes: LargeWrites::Streamed,
+        }
+    }
+}
+
+/// How many L1 sets of `target` the first lines of rows `row_bytes` apart fall into.
+fn start_sets(row_bytes: usize, target: Target) -> usize {
+    let (line, sets) = (target.line_bytes.max(1), target.l1_sets.max(1));
+    if !row_bytes.is_multiple_of(line) {
+        return sets;
+    }
+    let mut lines = (row_bytes / line) % sets;
+    let mut gcd = sets;
+    while lines != 0 {
+        (gcd, lines) = (lines, gcd % lines);
+    }
+    sets / gcd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_fall_into_sets_by_their_stride() {
+        let host = Target::host();
+        for (row_bytes, sets) in [
+            (4096, 1),
+            (32768, 1),
+            (2048, 2),
+            (6144, 2),
+            (1024, 4),
+            (3072, 4),
+            (32000, 16),
+            (12544, 16),
+            (64, 64),
+            (100, 64),
+        ] {
+            assert_eq!(start_sets(row_bytes, host), sets, "{row_bytes}");
+        }
+        // A machine with twice the sets: rows 4 KiB apart now start in two.
+        let big_l1 = Target {
+            l1_sets: 128,
+            ..host
+        };
+        assert_eq!(start_sets(4096, big_l1), 2);
+        assert_eq!(start_sets(8192, big_l1), 1);
+    }
+
+    #[test]
+    fn fitting_follows_the_l1_sets() {
+        let host = Target::host();
+        assert_eq!(Blocking::fitted(3072, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(2048, host), Blocking::LONG_RUNS);
+        assert_eq!(Blocking::fitted(8192, host), Blocking::STAGED_RUNS);
+        let fixed = Blocking::STREAMED_512;
+        assert_eq!(Tiling::Fixed(fixed).blocking(4096, host), fixed);
+        assert_eq!(Tiling::Fitted.blocking(4096, host), Blocking::STAGED_RUNS);
+    }
+
+    #[test]
+    fn candidates_are_distinct_and_start_with_the_default() {
+        assert_eq!(Tactics::CANDIDATES[0], Tactics::default());
+        for (i, a) in Tactics::CANDIDATES.iter().enumerate() {
+            for b in &Tactics::CANDIDATES[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+    }
+}

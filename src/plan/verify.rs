@@ -1,0 +1,506 @@
+//! The plan verifier: structural invariants that the code generator relies on, checked on the
+//! plan alone, independently of how the planner made it (regalloc2's checker is the model: an
+//! independent check of the compiler's output, not a second copy of its logic).
+//!
+//! Beside it, [`Plan::for_each_move`] proves the semantics (every element moves once, to the
+//! right slot); the verifier proves the shapes: each kernel's loops have the strides its code
+//! assumes, tile lanes fill a vector, staging buffers fit, kernels that consume a loop have a
+//! loop around them for threads to split, the regions cover exactly the tensor's elements, and
+//! every address a plan touches lies inside its buffers.
+
+use std::fmt;
+
+use super::ir::{Kernel, Loop, Plan, Region, UnzipWrite, ZipTile, ZipWrite, SINGLE};
+use crate::layout::for_each_coord;
+
+/// A broken invariant of a plan: which region (if one), which rule, and what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The region at fault, or `None` for the plan as a whole.
+    pub region: Option<usize>,
+    /// The invariant that does not hold.
+    pub rule: Rule,
+    /// What was found.
+    pub detail: String,
+}
+
+/// The invariants [`Plan::verify`] checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Elements are 1, 2, 4 or 8 bytes.
+    ElementSize,
+    /// Every loop, tile and copy has at least one step.
+    Extent,
+    /// A tile kernel's loops are contiguous where its loads and stores assume it.
+    TileStrides,
+    /// A tile kernel's lanes fill exactly one vector of the target.
+    Lanes,
+    /// A zip or unzip has 2, 4, 8 … strips, fewer than its lanes.
+    Strips,
+    /// A staging buffer fits the target's limit.
+    StageLimit,
+    /// The steps of a staged run continue one another in the destination.
+    StagedRun,
+    /// A kernel that consumes a loop has a loop around it (the unit threads split).
+    ThreadLoop,
+    /// The regions move as many elements as the tensor has.
+    Coverage,
+    /// Every access lies inside the source and destination buffers.
+    Bounds,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.region {
+            Some(i) => write!(f, "region {i}: {:?}: {}", self.rule, self.detail),
+            None => write!(f, "{:?}: {}", self.rule, self.detail),
+        }
+    }
+}
+
+impl std::error::Error for Violation {}
+
+type Check = Result<(), Violation>;
+
+/// See [`Plan::verify`].
+pub(super) fn verify(plan: &Plan) -> Check {
+    if ![1, 2, 4, 8].contains(&plan.elem_size) {
+        return Err(broken(
+            None,
+            Rule::ElementSize,
+            format!("{} bytes", plan.elem_size),
+        ));
+    }
+    for (i, region) in plan.regions.iter().enumerate() {
+        region_shape(plan, region).map_err(|(rule, detail)| broken(Some(i), rule, detail))?;
+    }
+    let moved: usize = plan.regions.iter().map(Region::elements).sum();
+    if moved != plan.elements {
+        return Err(broken(
+            None,
+            Rule::Coverage,
+            format!("the regions move {moved} elements of {}", plan.elements),
+        ));
+    }
+    Ok(())
+}
+
+fn broken(region: Option<usize>, rule: Rule, detail: String) -> Violation {
+    Violation {
+        region,
+        rule,
+        detail,
+    }
+}
+
+type RegionCheck = Result<(), (Rule, String)>;
+
+fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
+    let loops = kernel_loops(region.kernel);
+    let indexed = region.indexed.as_ref().map_or(&[][..], |ix| &ix.extents);
+    if let Some(l) = region.loops.iter().chain(&loops).find(|l| l.extent == 0) {
+        return Err((Rule::Extent, format!("a loop of no steps: {l:?}")));
+    }
+    if indexed.contains(&0) {
+        return Err((Rule::Extent, format!("indexed extents {indexed:?}")));
+    }
+    kernel_shape(plan, region.kernel)?;
+    let consumed = match region.kernel {
+        Kernel::Copy { write, .. } => write.rows(),
+        Kernel::Zip { write, .. } => write.steps(),
+        Kernel::Unzip { write, .. } => write.steps(),
+        Kernel::Element | Kernel::Transpose { .. } => SINGLE,
+    };
+    if consumed != SINGLE && region.loops.is_empty() && region.indexed.is_none() {
+        return Err((
+            Rule::ThreadLoop,
+            "the kernel consumes the only loop of its region".into(),
+        ));
+    }
+    if let Some(bytes) = region.stage_bytes(plan.elem_size) {
+        if bytes > plan.target.stage_limit_bytes {
+            return Err((
+                Rule::StageLimit,
+                format!(
+                    "{bytes} bytes staged, over the limit of {}",
+                    plan.target.stage_limit_bytes
+                ),
+            ));
+        }
+    }
+    for (side, base, len, stride) in [
+        (
+            "source",
+            region.src_base,
+            plan.src_len,
+            src_stride as fn(&Loop) -> i64,
+        ),
+        ("destination", region.dst_base, plan.dst_len, dst_stride),
+    ] {
+        let (lo, hi) = reach(region, &loops, base, stride, side == "source", len);
+        if lo < 0 || hi >= len as i128 {
+            return Err((
+                Rule::Bounds,
+                format!("{side} indexes {lo}..={hi} of a buffer of {len} elements"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn src_stride(l: &Loop) -> i64 {
+    l.src_stride
+}
+
+fn dst_stride(l: &Loop) -> i64 {
+    l.dst_stride
+}
+
+/// The loops a kernel iterates inside itself, outermost first: the rows of a streamed copy and
+/// its run, a transpose's two loops, the staged steps of a zip or unzip and its two loops.
+fn kernel_loops(kernel: Kernel) -> Vec<Loop> {
+    match kernel {
+        Kernel::Element => Vec::new(),
+        Kernel::Copy { len, write } => vec![write.rows(), Loop::contiguous(len)],
+        Kernel::Transpose { tile, .. } => vec![tile.b, tile.a],
+        Kernel::Zip { tile, write } => vec![write.steps(), tile.long, tile.short],
+        Kernel::Unzip { tile, write } => vec![write.steps(), tile.long, tile.short],
+    }
+}
+
+/// The tile kernels' own rules.
+fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
+    let vector = plan.target.vector_bytes;
+    let lanes_fill = |lanes: usize| {
+        if lanes * plan.elem_size == vector {
+            Ok(())
+        } else {
+            Err((
+                Rule::Lanes,
+                format!(
+                    "{lanes} lanes of {} bytes in a {vector}-byte vector",
+                    plan.elem_size
+                ),
+            ))
+        }
+    };
+    let strides = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err((Rule::TileStrides, what.to_string()))
+        }
+    };
+    match kernel {
+        Kernel::Element | Kernel::Copy { .. } => Ok(()),
+        Kernel::Transpose { tile, .. } => {
+            lanes_fill(tile.lanes)?;
+            strides(
+                tile.a.src_stride == 1 && tile.b.dst_stride == 1,
+                &format!(
+                    "a transpose needs a.src_stride == 1 and b.dst_stride == 1: {:?} {:?}",
+                    tile.a, tile.b
+                ),
+            )
+        }
+        Kernel::Zip { tile, write } => {
+            lanes_fill(tile.lanes)?;
+            strips(tile)?;
+            let k = tile.short.extent as i64;
+            strides(
+                tile.short.dst_stride == 1
+                    && tile.long.src_stride == 1
+                    && tile.long.dst_stride == k,
+                &format!("a zip interleaves its strips into the destination: {tile:?}"),
+            )?;
+            if let ZipWrite::StreamedRun { steps } = write {
+                continued(tile, steps)?;
+            }
+            Ok(())
+        }
+        Kernel::Unzip { tile, write } => {
+            lanes_fill(tile.lanes)?;
+            strips(tile)?;
+            let k = tile.short.extent as i64;
+            strides(
+                tile.short.src_stride == 1
+                    && tile.long.src_stride == k
+                    && tile.long.dst_stride == 1,
+                &format!("an unzip reads its strips interleaved: {tile:?}"),
+            )?;
+            if let UnzipWrite::StreamedRun { steps } = write {
+                if tile.short.dst_stride != tile.long.extent as i64 {
+                    return Err((
+                        Rule::StagedRun,
+                        format!("a staged unzip's strips must be contiguous: {tile:?}"),
+                    ));
+                }
+                continued(tile, steps)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// 2, 4, 8 … strips, fewer than the lanes.
+fn strips(tile: ZipTile) -> RegionCheck {
+    let k = tile.short.extent;
+    if k.is_power_of_two() && (2..tile.lanes).contains(&k) {
+        Ok(())
+    } else {
+        Err((
+            Rule::Strips,
+            format!("{k} strips with {} lanes", tile.lanes),
+        ))
+    }
+}
+
+/// The steps of a staged run write one contiguous run: each step's block follows the last.
+fn continued(tile: ZipTile, steps: Loop) -> RegionCheck {
+    if steps.dst_stride == tile.elements() as i64 {
+        Ok(())
+    } else {
+        Err((
+            Rule::StagedRun,
+            format!(
+                "steps {} elements apart in the destination, blocks of {}",
+                steps.dst_stride,
+                tile.elements()
+            ),
+        ))
+    }
+}
+
+/// Indexed loops of up to this many points are enumerated when the bounds of their terms taken
+/// one by one do not already prove the region inside its buffers (terms of one dim are
+/// correlated, so the sum of their ranges can exceed the range of their sum).
+const MAX_ENUMERATED_POINTS: usize = 1 << 22;
+
+/// The lowest and highest index the region touches on one side: its base, plus the extreme
+/// values of its indexed terms, plus each loop's extreme step. The indexed terms' extremes are
+/// bounded term by term, and exact when that is not enough to stay inside `len` elements and the
+/// indexed loop has at most [`MAX_ENUMERATED_POINTS`] points.
+fn reach(
+    region: &Region,
+    kernel_loops: &[Loop],
+    base: i64,
+    stride: fn(&Loop) -> i64,
+    source: bool,
+    len: usize,
+) -> (i128, i128) {
+    let (mut lo, mut hi) = (base as i128, base as i128);
+    for l in region.loops.iter().chain(kernel_loops) {
+        let last = stride(l) as i128 * (l.extent as i128 - 1);
+        lo += last.min(0);
+        hi += last.max(0);
+    }
+    let Some(ix) = &region.indexed else {
+        return (lo, hi);
+    };
+    let terms = if source { &ix.src } else { &ix.dst };
+    let (mut term_lo, mut term_hi) = (0i128, 0i128);
+    for term in terms {
+        let (a, b) = term.digit().value_range(&ix.extents);
+        let s = term.stride as i128;
+        term_lo += (a * s).min(b * s);
+        term_hi += (a * s).max(b * s);
+    }
+    let inside = lo + term_lo >= 0 && hi + term_hi < len as i128;
+    if !inside && ix.count() <= MAX_ENUMERATED_POINTS {
+        (term_lo, term_hi) = (i128::MAX, i128::MIN);
+        for_each_coord(&ix.extents, |x| {
+            let at: i128 = terms.iter().map(|t| t.eval(x)).sum();
+            term_lo = term_lo.min(at);
+            term_hi = term_hi.max(at);
+        });
+    }
+    (lo + term_lo, hi + term_hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Layout;
+    use crate::plan::{CopyWrite, Tactics, TransposeWrite};
+    use crate::target::Target;
+
+    fn plan(src: &Layout, dst: &Layout, elem: usize) -> Plan {
+        Plan::with_tactics(src, dst, elem, Tactics::default(), Target::host()).unwrap()
+    }
+
+    fn transpose_plan() -> Plan {
+        plan(
+            &Layout::row_major(&[64, 48]).unwrap(),
+            &Layout::col_major(&[64, 48]).unwrap(),
+            4,
+        )
+    }
+
+    /// Applies `edit` to the first region of `plan` and returns the rule the verifier reports.
+    fn rule_after(mut plan: Plan, edit: impl FnOnce(&mut Plan)) -> Rule {
+        assert_eq!(plan.verify(), Ok(()), "{plan}");
+        edit(&mut plan);
+        plan.verify().expect_err("the edit breaks the plan").rule
+    }
+
+    #[test]
+    fn the_planners_plans_pass() {
+        for (src, dst) in [
+            (Layout::row_major(&[64, 48]), Layout::col_major(&[64, 48])),
+            (
+                Layout::row_major(&[7, 5, 3]),
+                Layout::ordered(&[7, 5, 3], &[1, 2, 0]),
+            ),
+            (
+                Layout::parse("xla:f32[33,65]{1,0}"),
+                Layout::parse("xla:f32[33,65]{1,0:T(8,128)}"),
+            ),
+            (
+                Layout::parse("morello:[32] [0]"),
+                Layout::parse("morello:[32] [0, 0 oe(8)]"),
+            ),
+        ] {
+            let (src, dst) = (src.unwrap(), dst.unwrap());
+            for elem in [1, 2, 4, 8] {
+                assert_eq!(plan(&src, &dst, elem).verify(), Ok(()));
+                assert_eq!(plan(&dst, &src, elem).verify(), Ok(()));
+            }
+        }
+    }
+
+    #[test]
+    fn each_rule_catches_its_fault() {
+        assert_eq!(
+            rule_after(transpose_plan(), |p| p.elem_size = 3),
+            Rule::ElementSize
+        );
+        assert_eq!(
+            rule_after(transpose_plan(), |p| p.regions[0].loops.push(Loop {
+                extent: 0,
+                src_stride: 1,
+                dst_stride: 1
+            })),
+            Rule::Extent
+        );
+        assert_eq!(
+            rule_after(transpose_plan(), |p| {
+                if let Kernel::Transpose { tile, .. } = &mut p.regions[0].kernel {
+                    tile.a.src_stride = 2;
+                }
+            }),
+            Rule::TileStrides
+        );
+        assert_eq!(
+            rule_after(transpose_plan(), |p| {
+                if let Kernel::Transpose { tile, .. } = &mut p.regions[0].kernel {
+                    tile.lanes = 8;
+                }
+            }),
+            Rule::Lanes
+        );
+        assert_eq!(
+            rule_after(transpose_plan(), |p| {
+                p.target.stage_limit_bytes = 16;
+                if let Kernel::Transpose { write, .. } = &mut p.regions[0].kernel {
+                    *write = TransposeWrite::Staged(crate::plan::Flush::Copied);
+                }
+            }),
+            Rule::StageLimit
+        );
+        assert_eq!(
+            rule_after(transpose_plan(), |p| p.regions[0].dst_base += 1),
+            Rule::Bounds
+        );
+        assert_eq!(
+            rule_after(transpose_plan(), |p| {
+                let extra = p.regions[0].clone();
+                p.regions.push(extra);
+            }),
+            Rule::Coverage
+        );
+    }
+
+    #[test]
+    fn kernels_that_consume_a_loop_keep_one_for_threads() {
+        let copy = plan(
+            &Layout::row_major(&[4, 64]).unwrap(),
+            &Layout::row_major(&[4, 64]).unwrap(),
+            4,
+        );
+        assert_eq!(
+            rule_after(copy, |p| {
+                let r = &mut p.regions[0];
+                r.loops.clear();
+                r.kernel = Kernel::Copy {
+                    len: 64,
+                    write: CopyWrite::Streamed {
+                        rows: Loop {
+                            extent: 4,
+                            src_stride: 64,
+                            dst_stride: 64,
+                        },
+                    },
+                };
+            }),
+            Rule::ThreadLoop
+        );
+    }
+
+    #[test]
+    fn zips_keep_their_strip_rules() {
+        let zip = plan(
+            &Layout::parse("morello:[64] [0]").unwrap(),
+            &Layout::parse("morello:[64] [0, 0 oe(8)]").unwrap(),
+            4,
+        );
+        let is_zip = |p: &Plan| {
+            p.regions
+                .iter()
+                .position(|r| matches!(r.kernel, Kernel::Zip { .. } | Kernel::Unzip { .. }))
+        };
+        let at = is_zip(&zip).expect("odd/even strips zip");
+        let edit = |f: fn(&mut ZipTile)| {
+            move |p: &mut Plan| match &mut p.regions[at].kernel {
+                Kernel::Zip { tile, .. } | Kernel::Unzip { tile, .. } => f(tile),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(
+            rule_after(zip.clone(), edit(|t| t.short.extent = 1)),
+            Rule::Strips
+        );
+        assert_eq!(
+            rule_after(zip, edit(|t| t.long.dst_stride += 1)),
+            Rule::TileStrides
+        );
+    }
+
+    #[test]
+    fn correlated_indexed_terms_are_bounded_exactly() {
+        use crate::layout::{Digit, Source};
+        // Digits of one dim of 15: 18·(x%2) + 108·(x/2%3) + 6·(x/6). Their ranges add up to 246,
+        // past the buffer of 241; the largest offset is 240 (x = 11).
+        let src = Layout::new(
+            &[15],
+            vec![
+                Digit::new(Source::Dim(0), 1, Some(2), 18),
+                Digit::new(Source::Dim(0), 2, Some(3), 108),
+                Digit::new(Source::Dim(0), 6, None, 6),
+            ],
+        )
+        .unwrap();
+        // A split by 4 that does not refine against the split by 6: the indexed path.
+        let dst = Layout::new(
+            &[15],
+            vec![
+                Digit::new(Source::Dim(0), 1, Some(4), 1),
+                Digit::new(Source::Dim(0), 4, None, 4),
+            ],
+        )
+        .unwrap();
+        let plan = plan(&src, &dst, 1);
+        assert!(plan.regions[0].indexed.is_some(), "{plan}");
+        assert_eq!(plan.src_len, 241);
+        assert_eq!(plan.verify(), Ok(()));
+    }
+}

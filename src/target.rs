@@ -1,0 +1,94 @@
+//! The machine a plan is made for: the few facts of it that the planner and the code generator
+//! both depend on, in one value.
+//!
+//! A [`Target`] is given to the planner (through [`Options::target`](crate::Options::target) or
+//! [`Plan::with_tactics`](crate::plan::Plan::with_tactics)), recorded in the [`Plan`], and read
+//! back by the code generator, so the two agree on the vector width, the cache line and the
+//! staging limit by construction rather than by convention. Plans can be made for other
+//! machines than the host (the planner's tests describe some), but only plans for 16-byte
+//! vectors can be compiled: that is the widest vector Cranelift's x86-64 and aarch64 backends
+//! emit.
+//!
+//! ```
+//! use relayout::plan::Plan;
+//! use relayout::{Layout, Target};
+//!
+//! // A machine whose streaming threshold is 0 bytes: even a small transpose streams.
+//! let eager = Target {
+//!     stream_min_bytes: 0,
+//!     ..Target::host()
+//! };
+//! let (src, dst) = (Layout::row_major(&[64, 64])?, Layout::col_major(&[64, 64])?);
+//! let plan = Plan::with_tactics(&src, &dst, 4, Default::default(), eager)?;
+//! assert_eq!(plan.target(), eager);
+//! # Ok::<(), relayout::Error>(())
+//! ```
+//!
+//! [`Plan`]: crate::plan::Plan
+
+/// Bytes of the vectors Cranelift emits (its x86-64 and aarch64 backends are 128-bit only), and
+/// so of every vector in generated code.
+pub const CRANELIFT_VECTOR_BYTES: usize = 16;
+
+/// Bytes of a cache line on the hosts relayout runs on (x86-64 and aarch64 cores): the unit the
+/// runtime's streaming routine writes whole.
+pub(crate) const HOST_LINE_BYTES: usize = 64;
+
+/// The facts of a machine that decide a plan.
+///
+/// ```
+/// use relayout::Target;
+///
+/// let host = Target::host();
+/// assert_eq!(host.vector_bytes, 16);
+/// assert_eq!(host.l1_way_bytes(), 4096);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// Bytes of one vector register; a tile kernel moves `vector_bytes / element size` lanes.
+    pub vector_bytes: usize,
+    /// Bytes of a cache line.
+    pub line_bytes: usize,
+    /// Sets of the L1 data cache (lines that lie a multiple of `l1_sets × line_bytes` apart
+    /// compete for one set).
+    pub l1_sets: usize,
+    /// Destinations of at least this many bytes are large enough to write with streaming
+    /// (non-temporal) stores, which skip the cache: worth it once the destination cannot stay in
+    /// the cache anyway. The tests set 0 to run the streamed kernels on small layouts.
+    pub stream_min_bytes: usize,
+    /// The most bytes a staging buffer holds: it is a stack slot of the generated function, and
+    /// blocks larger than this are written in place instead.
+    pub stage_limit_bytes: usize,
+}
+
+impl Target {
+    /// The host as relayout models it: Cranelift's 16-byte vectors, 64-byte lines, an L1 data
+    /// cache of 64 sets (4 KiB a way, as in the 32–48 KiB L1 caches of current x86-64 cores),
+    /// streaming from 8 MiB of destination, staging up to 64 KiB.
+    pub const fn host() -> Target {
+        Target {
+            vector_bytes: CRANELIFT_VECTOR_BYTES,
+            line_bytes: HOST_LINE_BYTES,
+            l1_sets: 64,
+            stream_min_bytes: 8 << 20,
+            stage_limit_bytes: 64 << 10,
+        }
+    }
+
+    /// Bytes of one way of the L1 data cache: lines this far apart fall into the same set.
+    pub const fn l1_way_bytes(&self) -> usize {
+        self.l1_sets * self.line_bytes
+    }
+
+    /// Elements of `elem_size` bytes in one vector.
+    pub const fn lanes(&self, elem_size: usize) -> usize {
+        self.vector_bytes / elem_size
+    }
+}
+
+impl Default for Target {
+    /// [`Target::host`].
+    fn default() -> Target {
+        Target::host()
+    }
+}
