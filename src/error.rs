@@ -3,7 +3,8 @@
 /// Everything that can go wrong in relayout, from parsing a layout to running a kernel.
 ///
 /// Every user-facing failure has its own variant with a message that says what was wrong; no
-/// user input makes the crate panic.
+/// user input makes the crate panic. New variants may be added, so a `match` on an `Error` needs
+/// a wildcard arm.
 ///
 /// ```
 /// use relayout::{Error, Layout};
@@ -13,6 +14,7 @@
 /// assert!(err.to_string().contains("column"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Layout text that does not follow its notation. `column` is 1-based and counts characters.
     #[error("{notation} parse error at column {column}: {message}")]
@@ -68,7 +70,10 @@ pub enum Error {
     /// element type.
     #[error("element type mismatch: {0}")]
     ElementType(String),
-    /// Source and destination buffers overlap.
+    /// Source and destination buffers overlap. Front ends that are handed two buffers from
+    /// outside Rust return it (the Python bindings, for an `out=` array that overlaps the
+    /// input); the Rust API cannot meet it, since a `&[T]` and a `&mut [T]` never overlap and
+    /// [`Relayout::run_raw`](crate::Relayout::run_raw) requires ranges that do not.
     #[error("source and destination buffers overlap")]
     Overlap,
     /// Cranelift rejected the generated code. This is a bug in relayout; please report it.

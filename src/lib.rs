@@ -1,5 +1,86 @@
-//! relayout: JIT-compiled tensor relayouts.
-#![warn(missing_docs)]
+//! JIT-compiled tensor relayouts.
+//!
+//! relayout copies a tensor from one memory layout to another with a function compiled, by
+//! [Cranelift](https://cranelift.dev), for that exact pair of layouts. Layouts are written in the
+//! notations of the systems that produce them (CuTe and MoYe.jl, XLA tiled layouts, TVM index
+//! maps, Morello) and lowered to one canonical [`Layout`]. A planner turns the pair into a loop
+//! nest with a vector kernel inside (contiguous copies, register transposes, zip and unzip
+//! networks, element moves), and the loop nest is compiled to machine code that you can run on
+//! slices, and whose plan, Cranelift IR and assembly you can read.
+//!
+//! To get started, parse the two layouts with [`Layout::parse`], compile the pair with
+//! [`compile_relayout`] (or [`compile_relayout_with`] and [`Options`] for other element types,
+//! a pad value, threads or tuning), and call [`Relayout::run`].
+//!
+//! # Example
+//!
+//! A 4×6 matrix stored row-major, written in CuTe's `shape:stride` notation, is copied into
+//! XLA's column-major layout of the same matrix (`minor_to_major` `{0,1}`: dim 0 varies
+//! fastest):
+//!
+//! ```
+//! use relayout::{compile_relayout, Layout};
+//!
+//! let src = Layout::parse("cute:(4,6):(6,1)")?;
+//! let dst = Layout::parse("xla:f32[4,6]{0,1}")?;
+//! assert_eq!(src.offset(&[1, 2])?, 8); // row 1 starts at 6
+//! assert_eq!(dst.offset(&[1, 2])?, 9); // column 2 starts at 8
+//!
+//! // A kernel for this pair and 4-byte elements (f32, u32, i32).
+//! let kernel = compile_relayout(&src, &dst)?;
+//!
+//! let a: Vec<f32> = (0..24).map(|i| i as f32).collect();
+//! let mut b = vec![0.0f32; dst.cosize()];
+//! kernel.run(&a, &mut b)?; // checks the element size and the slice lengths
+//! assert_eq!(b[..8], [0.0, 6.0, 12.0, 18.0, 1.0, 7.0, 13.0, 19.0]); // the first two columns
+//! assert_eq!(b[dst.index(&[3, 5])?], a[src.index(&[3, 5])?]);
+//!
+//! // The loop nest the planner chose: 4x4 register transposes.
+//! let plan = kernel.plan().to_string();
+//! assert!(plan.contains("transpose"));
+//! println!("{plan}");
+//! # Ok::<(), relayout::Error>(())
+//! ```
+//!
+//! The plan printed here reads:
+//!
+//! ```text
+//! plan: 4-byte elements, src 24 elements, dst 24 elements, 1 region(s), work 1
+//! region 0: src at 0, dst at 0
+//!   transpose 4x4 register tiles: a 6 (src += 1, dst += 4) x b 4 (src += 6, dst += 1)
+//! ```
+//!
+//! The kernel walks the source rows (`a`, 6 elements) and the destination columns (`b`, 4
+//! elements) in tiles of 4×4 elements held in vector registers; the 6 columns are one whole tile
+//! and a tail of 2, which the kernel moves element by element. [`Relayout::clif`] and
+//! [`Relayout::asm`] show the Cranelift IR and the machine code of the same kernel, and
+//! [`reference::relayout`] is the element-by-element relayout every kernel is tested against.
+//!
+//! # Modules
+//!
+//! - [`layout`]: the canonical layout model every notation lowers to ([`Layout`], [`Digit`],
+//!   [`Source`]), with offsets, buffer sizes, coalescing and the injectivity check.
+//! - [`notation`]: the parsers and printers of the CuTe/MoYe, XLA, TVM and Morello notations.
+//! - [`algebra`]: CuTe's layout algebra (composition, complement, divides, products) on CuTe
+//!   layouts.
+//! - [`plan`]: the typed plan IR: layout pair → loop nest ([`plan::Plan`], [`plan::Region`],
+//!   kernels, verifier).
+//! - `codegen` (internal): plan → Cranelift IR.
+//! - `jit` (internal): the engine that compiles plans, owns the machine code and caches kernels;
+//!   [`compile_relayout`], [`Options`] and [`Relayout`] are its public face.
+//! - [`reference`](mod@reference): the element-by-element relayout, the oracle of the tests and the naive
+//!   baseline of the benchmarks.
+//! - `suite` (feature `suite`, on by default through `cli`): the standard benchmark suite that
+//!   `relayout bench` and the criterion benches measure.
+//!
+//! [`DType`] names element types (the command line and XLA's text use it), and every failure
+//! is an [`Error`].
+//!
+//! # Features
+//!
+//! - `cli` (default): the `relayout` command line; it turns on `suite`. Library users can depend
+//!   on `relayout = { version = "…", default-features = false }` and skip clap.
+//! - `suite`: the `suite` module.
 
 pub mod algebra;
 mod codegen;
@@ -13,6 +94,7 @@ pub mod plan;
 pub mod reference;
 mod relayout;
 mod runtime;
+#[cfg(feature = "suite")]
 pub mod suite;
 mod target;
 mod tune;
