@@ -63,11 +63,18 @@
 //! - [`notation`]: the parsers and printers of the CuTe/MoYe, XLA, TVM and Morello notations.
 //! - [`algebra`]: CuTe's layout algebra (composition, complement, divides, products) on CuTe
 //!   layouts.
-//! - [`plan`]: the typed plan IR: layout pair → loop nest ([`plan::Plan`], [`plan::Region`],
-//!   kernels, verifier).
-//! - `codegen` (internal): plan → Cranelift IR.
-//! - `jit` (internal): the engine that compiles plans, owns the machine code and caches kernels;
-//!   [`compile_relayout`], [`Options`] and [`Relayout`] are its public face.
+//! - [`plan`]: layout pair → loop nest. Read [`plan::ir`] first: the typed plan IR
+//!   ([`plan::Plan`], [`plan::Region`], [`plan::Kernel`] and each kernel's way of writing), then
+//!   the planner's steps, the [`plan::Tactics`] it may be told, the verifier and the
+//!   interpreter that checks plans without compiling them.
+//! - [`Target`]: the machine a plan is made for (vector width, cache line, L1 sets, streaming
+//!   threshold, staging limit), shared by the planner and the code generator.
+//! - `engine` (internal): the one owner of the pipeline, with bounded caches of plans (keyed by
+//!   layout pair, element size, tactics and target), of kernels (keyed by plan) and of tuning
+//!   choices; [`compile_relayout`], [`Options`] and [`Relayout`] are its public face.
+//! - `codegen` (internal): plan → Cranelift IR; `jit` (internal): Cranelift IR → machine code
+//!   that a [`Relayout`] calls; `runtime` (internal): the streaming-store routine generated code
+//!   calls; `tune` (internal): choosing among candidate tactics by timing the first runs.
 //! - [`reference`](mod@reference): the element-by-element relayout, the oracle of the tests and the naive
 //!   baseline of the benchmarks.
 //! - `suite` (feature `suite`, on by default through `cli`): the standard benchmark suite that
