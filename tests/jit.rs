@@ -539,3 +539,35 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     // Those are the only two plans the candidates give: four runs each.
     assert_eq!(tune_to_the_end(&src, &dst), 8);
 }
+
+#[test]
+fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
+    use relayout::plan::{Kernel, Plan};
+    // k strips of n elements interleaved (NCHW -> NHWC with k channels, RGB pixels) and back,
+    // for every k from 3 to 15, with whole vectors and element tails along the strips: every
+    // k below the lane count of an element size takes a shuffle network, not element moves.
+    for k in 3..=15usize {
+        for n in [16, 37] {
+            let planar = Layout::row_major(&[2, k, n]).unwrap();
+            let interleaved = Layout::ordered(&[2, k, n], &[0, 2, 1]).unwrap();
+            check_pair(&planar, &interleaved);
+            check_pair(&interleaved, &planar);
+            for elem in [1usize, 2, 4, 8] {
+                let lanes = 16 / elem;
+                for (from, to) in [(&planar, &interleaved), (&interleaved, &planar)] {
+                    let plan = Plan::new(from, to, elem).unwrap();
+                    let shuffled = plan
+                        .regions()
+                        .iter()
+                        .any(|r| matches!(r.kernel, Kernel::Zip { .. } | Kernel::Unzip { .. }));
+                    assert_eq!(shuffled, k < lanes, "k {k}, {elem}-byte elements:\n{plan}");
+                }
+            }
+        }
+    }
+    // Three channels of a batch of images, both ways, with a pad value and on two threads.
+    let nchw = Layout::row_major(&[4, 3, 33, 35]).unwrap();
+    let nhwc = Layout::ordered(&[4, 3, 33, 35], &[0, 2, 3, 1]).unwrap();
+    check_pair(&nchw, &nhwc);
+    check_pair(&nhwc, &nchw);
+}

@@ -4,6 +4,11 @@
 //! A network is described once, as data, and used twice: to emit Cranelift instructions and to
 //! simulate where every input byte ends up. The simulation tells each kernel where to store each
 //! output register, so a network's bookkeeping is never written by hand.
+//!
+//! Strips of 2, 4 and 8 elements interleave and de-interleave with single-instruction shuffles
+//! (`punpck*`, `shufps`, pack). Other short strips (3, 5, 6, 7 … elements, RGB pixels, NCHW with
+//! three channels) take a *gather* network: each output register is folded together from the
+//! few input registers its lanes come from, one two-register byte shuffle per extra source.
 
 use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
 
@@ -14,6 +19,9 @@ use super::{Emitter, VECTOR_BYTES};
 enum Shuffle {
     /// `punpck{l,h}`: alternate `unit`-byte chunks of `x` and `y`, from their low (or high) halves.
     Interleave { unit: usize, high: bool },
+    /// Any bytes of `x` and `y`: output byte `i` is byte `mask[i]` of `x ++ y` (`pshufb` and
+    /// `por`, or `vpermi2b` where the CPU has AVX-512 VBMI).
+    Bytes { mask: [u8; VECTOR_BYTES] },
     /// The even (or odd) `unit`-byte chunks of `x`, then those of `y` (`shufps 0x88/0xDD` for
     /// 4-byte units, `punpck{l,h}qdq` for 8-byte units, mask-and-pack for 1- and 2-byte units).
     Deinterleave { unit: usize, odd: bool },
@@ -37,6 +45,7 @@ impl Shuffle {
                     let pick = 2 * (chunk % per_half) + usize::from(odd);
                     operand * VECTOR_BYTES + pick * unit + byte
                 }
+                Shuffle::Bytes { mask } => mask[i] as usize,
             } as u8;
         }
         mask
@@ -52,11 +61,14 @@ struct Op {
     out: usize,
 }
 
-/// A sequence of stages; each stage reads the registers the previous one wrote.
+/// A sequence of stages; each stage reads the registers the previous one wrote (and the ones it
+/// did not write, unchanged). The first `inputs` registers are loaded; `outputs` are stored.
 #[derive(Debug, Clone)]
 pub(super) struct Network {
+    inputs: usize,
     registers: usize,
     stages: Vec<Vec<Op>>,
+    outputs: Vec<usize>,
 }
 
 impl Network {
@@ -72,15 +84,30 @@ impl Network {
                 })
             })
             .collect();
+        Network::in_place(lanes, stages)
+    }
+
+    /// A network whose stages rewrite its `registers` inputs in place, all of them outputs.
+    fn in_place(registers: usize, stages: Vec<Vec<Op>>) -> Network {
         Network {
-            registers: lanes,
+            inputs: registers,
+            registers,
             stages,
+            outputs: (0..registers).collect(),
         }
     }
 
-    /// Interleaves `k` registers (`k` a power of two) element by element: register `i` holds
-    /// strip `i`, and the outputs, in order, hold the strips zipped.
+    /// Interleaves `k` registers element by element: register `i` holds strip `i`, and the
+    /// outputs, in order, hold the strips zipped.
     pub(super) fn zip(k: usize, elem: usize) -> Network {
+        if !k.is_power_of_two() {
+            let lanes = VECTOR_BYTES / elem;
+            // Output lane `t` of the run is element `t / k` of strip `t % k`.
+            return Network::gather(k, elem, |r, j| {
+                let t = r * lanes + j;
+                (t % k, t / k)
+            });
+        }
         let half = k / 2;
         let stage: Vec<Op> = (0..half)
             .flat_map(|p| {
@@ -92,27 +119,111 @@ impl Network {
                 })
             })
             .collect();
-        Network {
-            registers: k,
-            stages: vec![stage; k.trailing_zeros() as usize],
-        }
+        Network::in_place(k, vec![stage; k.trailing_zeros() as usize])
     }
 
     /// The inverse of [`Network::zip`]: `k` registers of `k` interleaved strips into one register
     /// per strip.
     pub(super) fn unzip(k: usize, elem: usize) -> Network {
+        if !k.is_power_of_two() {
+            let lanes = VECTOR_BYTES / elem;
+            // Output `r` is strip `r`; its lane `j` is element `j·k + r` of the interleaved run.
+            return Network::gather(k, elem, |r, j| {
+                let q = j * k + r;
+                (q / lanes, q % lanes)
+            });
+        }
         let stage = pairs_split(k, |odd| Shuffle::Deinterleave { unit: elem, odd });
+        Network::in_place(k, vec![stage; k.trailing_zeros() as usize])
+    }
+
+    /// `k` input registers of `elem`-byte lanes into `k` outputs, lane `j` of output `r` being
+    /// lane `source(r, j) = (register, lane)` of the inputs. Output `r` is folded from the input
+    /// registers its lanes come from, in order of first use: the first stage shuffles the first
+    /// two into an accumulator register (`k + r`), each later stage shuffles in one more.
+    fn gather(k: usize, elem: usize, source: impl Fn(usize, usize) -> (usize, usize)) -> Network {
+        let lanes = VECTOR_BYTES / elem;
+        let sources: Vec<Vec<(usize, usize)>> = (0..k)
+            .map(|r| (0..lanes).map(|j| source(r, j)).collect())
+            .collect();
+        let order: Vec<Vec<usize>> = sources
+            .iter()
+            .map(|lanes| {
+                let mut regs: Vec<usize> = Vec::new();
+                for &(reg, _) in lanes {
+                    if !regs.contains(&reg) {
+                        regs.push(reg);
+                    }
+                }
+                regs
+            })
+            .collect();
+        let depth = order
+            .iter()
+            .map(|regs| regs.len().max(2) - 1)
+            .max()
+            .unwrap_or(1);
+        let stages = (0..depth)
+            .map(|stage| {
+                (0..k)
+                    .filter(|&r| stage == 0 || stage + 1 < order[r].len())
+                    .map(|r| {
+                        let regs = &order[r];
+                        // Stage 0 picks from the first two sources (one, twice, when the output
+                        // has a single source); stage `s` keeps what the accumulator holds and
+                        // adds the lanes of source `s + 1`.
+                        let (x, y) = match stage {
+                            0 => (regs[0], regs[regs.len().min(2) - 1]),
+                            s => (k + r, regs[s + 1]),
+                        };
+                        let mut mask = [0u8; VECTOR_BYTES];
+                        for (j, &(reg, lane)) in sources[r].iter().enumerate() {
+                            let from = if reg == y && (stage > 0 || x != y) {
+                                VECTOR_BYTES + lane * elem
+                            } else if stage == 0 && reg == x {
+                                lane * elem
+                            } else if stage > 0 {
+                                j * elem
+                            } else {
+                                continue;
+                            };
+                            for b in 0..elem {
+                                mask[j * elem + b] = (from + b) as u8;
+                            }
+                        }
+                        Op {
+                            x,
+                            y,
+                            shuffle: Shuffle::Bytes { mask },
+                            out: k + r,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
         Network {
-            registers: k,
-            stages: vec![stage; k.trailing_zeros() as usize],
+            inputs: k,
+            registers: 2 * k,
+            stages,
+            outputs: (k..2 * k).collect(),
         }
     }
 
-    /// Where every byte ends up: `result[r][i] = (register, byte)` of the input that output
-    /// register `r`'s byte `i` holds.
+    /// Where every byte ends up: `result[o][i] = (register, byte)` of the input that byte `i`
+    /// of the `o`-th output holds (`(usize::MAX, 0)` for a byte no input reached).
     pub(super) fn simulate(&self) -> Vec<Vec<(usize, usize)>> {
         let mut regs: Vec<Vec<(usize, usize)>> = (0..self.registers)
-            .map(|r| (0..VECTOR_BYTES).map(|b| (r, b)).collect())
+            .map(|r| {
+                (0..VECTOR_BYTES)
+                    .map(|b| {
+                        if r < self.inputs {
+                            (r, b)
+                        } else {
+                            (usize::MAX, 0)
+                        }
+                    })
+                    .collect()
+            })
             .collect();
         for stage in &self.stages {
             let mut next = regs.clone();
@@ -132,7 +243,7 @@ impl Network {
             }
             regs = next;
         }
-        regs
+        self.outputs.iter().map(|&o| regs[o].clone()).collect()
     }
 }
 
@@ -176,6 +287,8 @@ impl Emitter<'_> {
                 self.b.ins().load(types::I8X16, self.flags, base, offset)
             })
             .collect();
+        // Registers past the inputs are written before they are read.
+        regs.resize(tile.network.registers, regs[0]);
         for stage in &tile.network.stages {
             let mut next = regs.clone();
             for op in stage {
@@ -183,11 +296,12 @@ impl Emitter<'_> {
             }
             regs = next;
         }
-        for (reg, bytes) in regs.iter().zip(tile.network.simulate()) {
+        let outputs = tile.network.outputs.iter().map(|&o| regs[o]);
+        for (reg, bytes) in outputs.zip(tile.network.simulate()) {
             let (r, b) = bytes[0];
             let at = (tile.dst_of)(r, b / elem) * self.elem_size;
             let (base, offset) = self.address(d, at);
-            self.b.ins().store(self.flags, *reg, base, offset);
+            self.b.ins().store(self.flags, reg, base, offset);
         }
     }
 
@@ -257,6 +371,10 @@ mod tests {
         let out = network.simulate();
         let mut seen = std::collections::HashSet::new();
         for (r, bytes) in out.iter().enumerate() {
+            assert!(
+                bytes.iter().all(|&(reg, _)| reg < network.inputs),
+                "output {r} holds bytes no input reached: {network:?}"
+            );
             let (r0, b0) = bytes[0];
             let first = dst_of(r0, b0 / elem) * elem as i64 + (b0 % elem) as i64;
             for (i, &(reg, byte)) in bytes.iter().enumerate() {
@@ -265,7 +383,7 @@ mod tests {
                 assert!(seen.insert((reg, byte)));
             }
         }
-        assert_eq!(seen.len(), network.registers * VECTOR_BYTES);
+        assert_eq!(seen.len(), network.inputs * VECTOR_BYTES);
     }
 
     #[test]
@@ -282,7 +400,9 @@ mod tests {
     fn zips_and_unzips_are_exact_inverses() {
         for elem in [1, 2, 4, 8] {
             let lanes = VECTOR_BYTES / elem;
-            for k in (1..).map(|p| 1usize << p).take_while(|&k| k <= lanes) {
+            // Powers of two through the single-instruction networks, every other strip count
+            // (3, 5, 6, 7 … RGB pixels, three channels) through gathers.
+            for k in 2..=lanes {
                 // Zip: register i is strip i; the destination interleaves the k strips.
                 check(&Network::zip(k, elem), elem, |i, e| (e * k + i) as i64);
                 // Unzip: registers hold the interleaved run; strip s goes to row s.
@@ -319,5 +439,20 @@ mod tests {
         };
         let odd64 = Shuffle::Deinterleave { unit: 8, odd: true };
         assert_eq!(high.mask(), odd64.mask());
+    }
+
+    #[test]
+    fn gathers_fold_each_output_from_its_sources() {
+        // RGB f32: each output register takes lanes from all three strips, two shuffles each.
+        let rgb = Network::zip(3, 4);
+        assert_eq!(rgb.stages.len(), 2);
+        assert_eq!(rgb.stages.iter().map(Vec::len).sum::<usize>(), 6);
+        // Strips of 3 bytes: 16 lanes per register still come from three strips at most.
+        assert_eq!(Network::unzip(3, 1).stages.len(), 2);
+        // Every gather op writes an accumulator, never an input.
+        for network in [rgb, Network::unzip(7, 2), Network::zip(5, 1)] {
+            let ops = network.stages.iter().flatten();
+            assert!(ops.into_iter().all(|op| op.out >= network.inputs));
+        }
     }
 }

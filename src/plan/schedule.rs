@@ -282,10 +282,10 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
     Kernel::Element
 }
 
-/// A zip or unzip: a short loop (a power of two below `lanes`) that is contiguous on one side
-/// and interleaved with a long loop (at least `lanes`) that is contiguous on the other.
+/// A zip or unzip: a short loop (2 to `lanes - 1` strips) that is contiguous on one side and
+/// interleaved with a long loop (at least `lanes`) that is contiguous on the other.
 fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
-    let short_ok = |l: &Loop| l.extent.is_power_of_two() && (2..lanes).contains(&l.extent);
+    let short_ok = |l: &Loop| (2..lanes).contains(&l.extent);
     for (i, short) in loops.iter().enumerate() {
         for (j, long) in loops.iter().enumerate() {
             if i == j || !short_ok(short) || long.extent < lanes {
@@ -552,11 +552,11 @@ mod tests {
                 unzip(l(2, 1, 16), l(16, 2, 1)),
                 vec![],
             ),
-            // Three strips are not a power of two: element moves.
+            // Three strips (RGB pixels) unzip through a gather network.
             (
                 vec![l(16, 3, 1), l(3, 1, 16)],
-                Kernel::Element,
-                vec![l(3, 1, 16), l(16, 3, 1)],
+                unzip(l(3, 1, 16), l(16, 3, 1)),
+                vec![],
             ),
             // Neither side contiguous: element moves, the smaller destination stride inside.
             (

@@ -35,7 +35,7 @@ pub enum Rule {
     TileStrides,
     /// A tile kernel's lanes fill exactly one vector of the target.
     Lanes,
-    /// A zip or unzip has 2, 4, 8 … strips, fewer than its lanes.
+    /// A zip or unzip has at least 2 strips, fewer than its lanes.
     Strips,
     /// A staging buffer fits the target's limit.
     StageLimit,
@@ -242,10 +242,10 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
     }
 }
 
-/// 2, 4, 8 … strips, fewer than the lanes.
+/// At least 2 strips, fewer than the lanes.
 fn strips(tile: ZipTile) -> RegionCheck {
     let k = tile.short.extent;
-    if k.is_power_of_two() && (2..tile.lanes).contains(&k) {
+    if (2..tile.lanes).contains(&k) {
         Ok(())
     } else {
         Err((
