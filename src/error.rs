@@ -76,6 +76,9 @@ pub enum Error {
     /// [`Relayout::run_raw`](crate::Relayout::run_raw) requires ranges that do not.
     #[error("source and destination buffers overlap")]
     Overlap,
+    /// A file that could not be read or written (a tuning file, say), with the reason.
+    #[error("{0}")]
+    Io(String),
     /// Cranelift rejected the generated code. This is a bug in relayout; please report it.
     #[error("code generation failed: {0}")]
     Codegen(String),

@@ -105,6 +105,7 @@ mod runtime;
 pub mod suite;
 mod target;
 mod tune;
+pub mod tuning;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

@@ -86,6 +86,21 @@ impl Target {
     }
 }
 
+impl std::fmt::Display for Target {
+    /// `vector 16, line 64, l1 sets 64, stream from 8388608, stage up to 65536` (bytes).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "vector {}, line {}, l1 sets {}, stream from {}, stage up to {}",
+            self.vector_bytes,
+            self.line_bytes,
+            self.l1_sets,
+            self.stream_min_bytes,
+            self.stage_limit_bytes
+        )
+    }
+}
+
 impl Default for Target {
     /// [`Target::host`].
     fn default() -> Target {

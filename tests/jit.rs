@@ -571,3 +571,61 @@ fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
     check_pair(&nchw, &nhwc);
     check_pair(&nhwc, &nchw);
 }
+
+#[test]
+fn tuning_choices_are_saved_and_loaded() {
+    use relayout::plan::Tactics;
+    use relayout::{compile_relayout_with, tuning, Error, Options, Target};
+    let dir = std::env::temp_dir().join(format!("relayout-tuning-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A 9.5 MB transpose tuned to the end: its choice is saved.
+    let (src, dst) = (
+        Layout::row_major(&[1150, 2048]).unwrap(),
+        Layout::col_major(&[1150, 2048]).unwrap(),
+    );
+    tune_to_the_end(&src, &dst);
+    let chosen = compile_relayout_with(&src, &dst, Options::new().tune(true))
+        .unwrap()
+        .tactics()
+        .unwrap();
+    let saved = dir.join("saved.tsv");
+    assert!(tuning::save(&saved).unwrap() >= 1);
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let line = format!("\t{src}\t{dst}\t{chosen}");
+    assert!(text.lines().any(|l| l.ends_with(&line)), "{text}");
+    // A choice written for a pair this process never tuned is used without measuring.
+    let (other_src, other_dst) = (
+        Layout::row_major(&[1160, 2048]).unwrap(),
+        Layout::col_major(&[1160, 2048]).unwrap(),
+    );
+    let pinned = Tactics::CANDIDATES[7];
+    let host = Target::host();
+    let written = dir.join("written.tsv");
+    let mine = format!(
+        "{}\t1\t4\t{host}\t{other_src}\t{other_dst}\t{pinned}\n",
+        tuning::cpu()
+    );
+    let foreign = format!("another cpu\t1\t4\t{host}\t{src}\t{dst}\t{pinned}\n");
+    std::fs::write(&written, format!("# comment\n{mine}{foreign}")).unwrap();
+    assert_eq!(
+        tuning::load(&written).unwrap(),
+        1,
+        "the other CPU's line is skipped"
+    );
+    let r = compile_relayout_with(&other_src, &other_dst, Options::new().tune(true)).unwrap();
+    assert_eq!(r.tactics(), Some(pinned));
+    // Saving again keeps the loaded choice beside this process's own.
+    tuning::save(&saved).unwrap();
+    assert!(std::fs::read_to_string(&saved)
+        .unwrap()
+        .contains(mine.trim_end()));
+    // A broken line is an error that names it; a missing file is an I/O error.
+    let broken = dir.join("broken.tsv");
+    std::fs::write(&broken, format!("{mine}a\tb\n")).unwrap();
+    let err = tuning::load(&broken).unwrap_err();
+    assert!(matches!(err, Error::Parse { .. }), "{err}");
+    assert!(err.to_string().contains("line 2"), "{err}");
+    let err = tuning::load(dir.join("missing.tsv")).unwrap_err();
+    assert!(matches!(err, Error::Io(_)), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

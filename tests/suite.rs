@@ -354,3 +354,35 @@ fn bench_lists_cases_and_rejects_bad_requests() {
         assert!(!out.stderr.is_empty(), "{args:?} says why");
     }
 }
+
+#[test]
+fn bench_keeps_tuning_choices_in_a_file() {
+    // A 9.4 MB transpose, large enough to tune: the first run measures and writes the choice,
+    // the second reads it back (and writes it again).
+    let file =
+        std::env::temp_dir().join(format!("relayout-bench-tuning-{}.tsv", std::process::id()));
+    let file_arg = file.to_str().unwrap();
+    let args = [
+        "--src",
+        "cute:(1150,2048):(2048,1)",
+        "--dst",
+        "cute:(1150,2048):(1,1150)",
+        "--runs",
+        "1",
+        "--format",
+        "tsv",
+        "--tuning-file",
+        file_arg,
+    ];
+    assert_eq!(bench_tsv(&args).len(), 1);
+    let first = std::fs::read_to_string(&file).unwrap();
+    let choices: Vec<&str> = first.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(choices.len(), 1, "{first}");
+    assert!(
+        choices[0].contains("[1150, 2048] -> 2048*x0 + x1"),
+        "{first}"
+    );
+    assert_eq!(bench_tsv(&args).len(), 1);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
+    std::fs::remove_file(&file).ok();
+}

@@ -42,6 +42,19 @@ impl<K: Clone + Eq + Hash, V: Clone> BoundedMap<K, V> {
         self.entries.insert(key, value);
     }
 
+    /// Whether the map holds nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entries, oldest first.
+    pub(crate) fn entries(&self) -> Vec<(K, V)> {
+        self.order
+            .iter()
+            .filter_map(|k| Some((k.clone(), self.entries.get(k)?.clone())))
+            .collect()
+    }
+
     /// Entries held.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -66,6 +79,7 @@ mod tests {
         assert_eq!(map.get(&1), Some(11));
         map.insert(4, 40);
         assert_eq!(map.get(&1), None);
+        assert_eq!(map.entries(), [(2, 20), (3, 30), (4, 40)]);
         assert_eq!(
             [2, 3, 4].map(|k| map.get(&k)),
             [Some(20), Some(30), Some(40)]

@@ -24,6 +24,7 @@ use crate::jit::{self, Compiled};
 use crate::layout::Layout;
 use crate::plan::{Plan, Tactics};
 use crate::target::Target;
+use crate::tuning;
 
 /// Plans the engine keeps.
 const PLAN_CAPACITY: usize = 1024;
@@ -61,6 +62,8 @@ pub(crate) struct Engine {
     plans: Mutex<BoundedMap<Request, Arc<Plan>>>,
     kernels: Mutex<BoundedMap<Arc<Plan>, Arc<Compiled>>>,
     tuned: Mutex<BoundedMap<TuneKey, Tactics>>,
+    /// Choices read from tuning files, keyed by their text (see [`crate::tuning`]).
+    loaded: Mutex<BoundedMap<String, Tactics>>,
 }
 
 impl Engine {
@@ -76,6 +79,7 @@ impl Engine {
             plans: Mutex::new(BoundedMap::new(PLAN_CAPACITY)),
             kernels: Mutex::new(BoundedMap::new(KERNEL_CAPACITY)),
             tuned: Mutex::new(BoundedMap::new(TUNED_CAPACITY)),
+            loaded: Mutex::new(BoundedMap::new(TUNED_CAPACITY)),
         }
     }
 
@@ -174,9 +178,41 @@ impl Engine {
         Ok(out)
     }
 
-    /// What an earlier tuning chose for `key`, if the engine remembers it.
+    /// What an earlier tuning chose for `key`, in this process or in a loaded tuning file of
+    /// this CPU, if the engine remembers it.
     pub(crate) fn remembered(&self, key: &TuneKey) -> Option<Tactics> {
-        lock(&self.tuned).get(key)
+        if let Some(tactics) = lock(&self.tuned).get(key) {
+            return Some(tactics);
+        }
+        let loaded = lock(&self.loaded);
+        if loaded.is_empty() {
+            return None;
+        }
+        loaded.get(&tuning::key_text(&tuning::cpu(), key))
+    }
+
+    /// Every choice remembered, as tuning-file keys of `cpu` with their tactics: this process's
+    /// choices, then the loaded ones it did not make again.
+    pub(crate) fn tuning_choices(&self, cpu: &str) -> Vec<(String, Tactics)> {
+        let mut out: Vec<(String, Tactics)> = lock(&self.tuned)
+            .entries()
+            .iter()
+            .map(|(key, tactics)| (tuning::key_text(cpu, key), *tactics))
+            .collect();
+        for (key, tactics) in lock(&self.loaded).entries() {
+            if out.iter().all(|(k, _)| *k != key) {
+                out.push((key, tactics));
+            }
+        }
+        out
+    }
+
+    /// Remembers choices read from a tuning file.
+    pub(crate) fn load_tuning_choices(&self, choices: Vec<(String, Tactics)>) {
+        let mut loaded = lock(&self.loaded);
+        for (key, tactics) in choices {
+            loaded.insert(key, tactics);
+        }
     }
 
     /// Remembers that tuning chose `tactics` for `key`.

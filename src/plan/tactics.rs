@@ -3,7 +3,11 @@
 //! large destinations stream ([`LargeWrites`]); the default of each, and the candidates that
 //! tuning measures against each other.
 
+use std::fmt;
+use std::str::FromStr;
+
 use super::ir::Walk;
+use crate::error::{Error, Result};
 use crate::target::Target;
 
 /// Everything the planner may be told to choose one way or another.
@@ -240,6 +244,117 @@ impl Tactics {
             tiling: Tiling::Fixed(blocking),
             large_writes: LargeWrites::Streamed,
         }
+    }
+}
+
+impl fmt::Display for Tactics {
+    /// `fitted, large streamed` or
+    /// `run 256, block 16384, macro 4x4, write streamed, walk across, large streamed`: the form
+    /// tuning files hold, which [`str::parse`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.tiling {
+            Tiling::Fitted => write!(f, "fitted")?,
+            Tiling::Fixed(b) => write!(
+                f,
+                "run {}, block {}, macro {}x{}, write {}, walk {}",
+                b.run_bytes,
+                b.block_bytes,
+                b.macro_strips,
+                b.macro_blocks,
+                match b.write {
+                    BlockWrite::InPlace => "in-place",
+                    BlockWrite::Staged => "staged",
+                    BlockWrite::Streamed => "streamed",
+                },
+                match b.walk {
+                    Walk::Along => "along",
+                    Walk::Across => "across",
+                }
+            )?,
+        }
+        let large = match self.large_writes {
+            LargeWrites::Streamed => "streamed",
+            LargeWrites::Stored => "stored",
+        };
+        write!(f, ", large {large}")
+    }
+}
+
+impl FromStr for Tactics {
+    type Err = Error;
+
+    /// Reads the form [`Tactics`] displays.
+    ///
+    /// ```
+    /// use relayout::plan::Tactics;
+    ///
+    /// for t in Tactics::CANDIDATES {
+    ///     assert_eq!(t.to_string().parse::<Tactics>()?, t);
+    /// }
+    /// assert!("fitted, large sideways".parse::<Tactics>().is_err());
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    fn from_str(text: &str) -> Result<Tactics> {
+        let bad = |what: String| Error::Parse {
+            notation: "tactics",
+            column: 1,
+            message: format!("{what} in '{text}'"),
+        };
+        let fields: Vec<(&str, &str)> = text
+            .split(',')
+            .map(|field| {
+                let field = field.trim();
+                field.split_once(' ').unwrap_or((field, ""))
+            })
+            .collect();
+        let get = |name: &str| {
+            fields
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| bad(format!("no '{name}'")))
+        };
+        let number = |name: &str| {
+            get(name)?
+                .parse::<usize>()
+                .map_err(|_| bad(format!("'{name}' is not a count")))
+        };
+        let large_writes = match get("large")? {
+            "streamed" => LargeWrites::Streamed,
+            "stored" => LargeWrites::Stored,
+            other => return Err(bad(format!("large writes '{other}'"))),
+        };
+        if fields.first() == Some(&("fitted", "")) {
+            return Ok(Tactics {
+                tiling: Tiling::Fitted,
+                large_writes,
+            });
+        }
+        let (strips, blocks) = get("macro")?
+            .split_once('x')
+            .ok_or_else(|| bad("'macro' is not STRIPSxBLOCKS".into()))?;
+        let count = |v: &str| v.parse::<usize>().map_err(|_| bad(format!("macro '{v}'")));
+        let blocking = Blocking {
+            run_bytes: number("run")?,
+            block_bytes: number("block")?,
+            macro_strips: count(strips)?,
+            macro_blocks: count(blocks)?,
+            write: match get("write")? {
+                "in-place" => BlockWrite::InPlace,
+                "staged" => BlockWrite::Staged,
+                "streamed" => BlockWrite::Streamed,
+                other => return Err(bad(format!("write '{other}'"))),
+            },
+            walk: match get("walk")? {
+                "along" => Walk::Along,
+                "across" => Walk::Across,
+                other => return Err(bad(format!("walk '{other}'"))),
+            },
+        };
+        Ok(Tactics {
+            tiling: Tiling::Fixed(blocking),
+            large_writes,
+        })
     }
 }
 

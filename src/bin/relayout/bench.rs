@@ -97,6 +97,10 @@ pub struct BenchArgs {
     /// Also draw each case's ratio to memcpy as a bar chart into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Read the tuning choices measured on this CPU from this file first (if it exists), and
+    /// write every choice back to it at the end, so that later runs skip measuring them.
+    #[arg(long, value_name = "FILE")]
+    tuning_file: Option<PathBuf>,
     /// Time the default tactics instead of letting relayout tune them
     /// (`Options::tune`; the tuning runs count as warm-up and are not timed).
     #[arg(long)]
@@ -203,6 +207,9 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             .flatten()
             .collect();
     }
+    if let Some(path) = args.tuning_file.as_deref().filter(|p| p.exists()) {
+        relayout::tuning::load(path)?;
+    }
     let threads = usize::from(args.threads);
     let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
     let mut out = std::io::stdout().lock();
@@ -217,6 +224,9 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = &args.plot {
         std::fs::write(path, bar_chart(&rows, threads, runs[0]))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.tuning_file {
+        relayout::tuning::save(path)?;
     }
     Ok(())
 }
