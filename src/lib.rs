@@ -77,17 +77,18 @@
 //!   calls; `tune` (internal): choosing among candidate tactics by timing the first runs.
 //! - [`reference`](mod@reference): the element-by-element relayout, the oracle of the tests and the naive
 //!   baseline of the benchmarks.
-//! - `suite` (feature `suite`, on by default through `cli`): the standard benchmark suite that
-//!   `relayout bench` and the criterion benches measure.
+//! - `suite` (hidden from these docs): the standard benchmark suite that `relayout bench`, the
+//!   criterion benches and the side-by-side harness of the peers measure. It has no
+//!   dependencies of its own, so it is always compiled, but it is a tool of the project's
+//!   benchmarks, not API.
 //!
 //! [`DType`] names element types (the command line and XLA's text use it), and every failure
 //! is an [`Error`].
 //!
 //! # Features
 //!
-//! - `cli` (default): the `relayout` command line; it turns on `suite`. Library users can depend
-//!   on `relayout = { version = "…", default-features = false }` and skip clap.
-//! - `suite`: the `suite` module.
+//! - `cli` (default): the `relayout` command line. Library users can depend on
+//!   `relayout = { version = "…", default-features = false }` and skip clap.
 
 pub mod algebra;
 mod codegen;
@@ -101,7 +102,7 @@ pub mod plan;
 pub mod reference;
 mod relayout;
 mod runtime;
-#[cfg(feature = "suite")]
+#[doc(hidden)]
 pub mod suite;
 mod target;
 mod tune;
@@ -110,5 +111,7 @@ pub mod tuning;
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use layout::{Coords, Digit, Layout, Source};
-pub use relayout::{compile_relayout, compile_relayout_with, Element, Options, Relayout};
+pub use relayout::{
+    compile_relayout, compile_relayout_with, BlockingSummary, Element, Options, Relayout,
+};
 pub use target::{Target, CRANELIFT_VECTOR_BYTES};

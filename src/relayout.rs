@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::plan::{Plan, Tactics};
+use crate::plan::{BlockWrite, Blocking, LargeWrites, Plan, Tactics, Tiling, Walk};
 use crate::target::Target;
 use crate::tune::Tuner;
 
@@ -484,6 +484,22 @@ impl Relayout {
         }
     }
 
+    /// The tactics in use flattened into one [`BlockingSummary`] (for tools that log a
+    /// relayout's blocking as numbers and flags), or `None` while [`Options::tune`] is still
+    /// measuring. [`Relayout::tactics`] is the exact value.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout, Layout};
+    ///
+    /// let r = compile_relayout(&Layout::row_major(&[8, 8])?, &Layout::col_major(&[8, 8])?)?;
+    /// let b = r.blocking().unwrap();
+    /// assert_eq!((b.run_bytes, b.stage, b.stream, b.stream_copies), (64, false, false, true));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn blocking(&self) -> Option<BlockingSummary> {
+        self.tactics().map(BlockingSummary::of)
+    }
+
     /// Whether this handle came from the kernel cache rather than a fresh compilation.
     pub fn was_cached(&self) -> bool {
         self.cache_hit
@@ -492,6 +508,49 @@ impl Relayout {
     /// The options it was compiled with.
     pub fn options(&self) -> Options {
         self.options
+    }
+}
+
+/// [`Tactics`] flattened into sizes and flags, as [`Relayout::blocking`] reports them. Fitted
+/// tiling reports [`Blocking::DEFAULT`]'s sizes (what it fits to the destination's rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlockingSummary {
+    /// Bytes of each destination run of a transpose block.
+    pub run_bytes: usize,
+    /// Bytes of a transpose block.
+    pub block_bytes: usize,
+    /// Strips per macro block.
+    pub macro_strips: usize,
+    /// Blocks per macro block.
+    pub macro_blocks: usize,
+    /// Whether transpose blocks are staged and copied out ([`BlockWrite::Staged`]).
+    pub stage: bool,
+    /// Whether transpose blocks into large destinations are staged and streamed out
+    /// ([`BlockWrite::Streamed`]).
+    pub stream: bool,
+    /// Whether copies, zips and unzips into large destinations stream ([`LargeWrites`]).
+    pub stream_copies: bool,
+    /// Whether transpose tiles are walked across the source rows ([`Walk::Across`]).
+    pub across: bool,
+}
+
+impl BlockingSummary {
+    /// The summary of `tactics`.
+    pub fn of(tactics: Tactics) -> BlockingSummary {
+        let b = match tactics.tiling {
+            Tiling::Fitted => Blocking::DEFAULT,
+            Tiling::Fixed(b) => b,
+        };
+        BlockingSummary {
+            run_bytes: b.run_bytes,
+            block_bytes: b.block_bytes,
+            macro_strips: b.macro_strips,
+            macro_blocks: b.macro_blocks,
+            stage: b.write == BlockWrite::Staged,
+            stream: b.write == BlockWrite::Streamed,
+            stream_copies: tactics.large_writes == LargeWrites::Streamed,
+            across: b.walk == Walk::Across,
+        }
     }
 }
 
