@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{check_pair, check_pair_as, check_pair_blocked, check_plan_moves_of, permutations};
+use common::{check_pair, check_pair_as, check_pair_pinned, check_plan_moves_of, permutations};
 use relayout::{compile_relayout, Digit, Layout, Source};
 
 #[test]
@@ -99,10 +99,10 @@ fn every_candidate_tactics_moves_every_element() {
                 &dst,
             );
             let pin = Some(common::Pin::tactics(tactics));
-            check_pair_blocked::<u8>(&src, &dst, None, pin);
-            check_pair_blocked::<u16>(&src, &dst, None, pin);
-            check_pair_blocked::<u32>(&src, &dst, None, pin);
-            check_pair_blocked::<u64>(&src, &dst, None, pin);
+            check_pair_pinned::<u8>(&src, &dst, None, pin);
+            check_pair_pinned::<u16>(&src, &dst, None, pin);
+            check_pair_pinned::<u32>(&src, &dst, None, pin);
+            check_pair_pinned::<u64>(&src, &dst, None, pin);
         }
     }
 }

@@ -51,7 +51,7 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     dst: &Layout,
     pad: Option<T>,
 ) {
-    check_pair_blocked::<T>(src, dst, pad, None);
+    check_pair_pinned::<T>(src, dst, pad, None);
 }
 
 /// Whether the region stages a run of zips or unzips (its kernel consumes a loop of steps).
@@ -69,7 +69,7 @@ pub fn stages_a_run(region: &Region) -> bool {
 }
 
 /// [`check_pair_as`] with the kernel pinned to `pin` (the defaults when `None`).
-pub fn check_pair_blocked<T: Element + PartialEq + std::fmt::Debug>(
+pub fn check_pair_pinned<T: Element + PartialEq + std::fmt::Debug>(
     src: &Layout,
     dst: &Layout,
     pad: Option<T>,
