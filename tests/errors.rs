@@ -155,14 +155,16 @@ fn malformed_morello() {
     parse_error("morello:[6] [0 q(2)]", "morello", 16);
     parse_error("morello:[6 [0]", "morello", 12);
     parse_error("morello:[6] [0", "morello", 15);
-    invalid("morello:[6] [0 p(4)]"); // Packed that neither divides nor pads
+    invalid("morello:[6] [0 p(4)]"); // a Packed that neither divides what remains nor exceeds it
+    invalid("morello:[6] [0 oe(8)]"); // an OddEven that exceeds what remains, which is not 1
+    invalid("morello:[6] [0 p(4), 0 p(8)]"); // two physical dims of one dim that exceed what remains
     invalid("morello:[6] [0 oe(3)]"); // odd OddEven
     invalid("morello:[6] [0 oe(0)]");
     invalid("morello:[6] [0 p(0)]");
     invalid("morello:[6,4] [0]"); // dim 1 not covered
     invalid("morello:[6] []");
     invalid("morello:[6] [0, 0]"); // two Dynamics of one dim
-    invalid("morello:[8] [0 p(4), 0, 0 p(2)]"); // a dim covered twice
+    invalid("morello:[8] [0 p(4), 0, 0 p(2)]"); // a physical dim slower than its dim's Dynamic
     invalid("morello:[0] [0]"); // zero extent
     invalid("morello:[6] [1]"); // a dim outside the shape
     invalid("morello:[8,2] [1, 0 oe(4), 0 p(2)]"); // Morello's non-injective case
