@@ -107,7 +107,6 @@ fn malformed_xla() {
     invalid("xla:f32[3,4]{2,0}");
     invalid("xla:f32[3,4]{1,0:T(2,*)}");
     unsupported("xla:f32[3]{0:E(4)}");
-    unsupported("xla:c64[3]");
     unsupported("xla:f32[<=3]");
     unsupported("xla:f32[3,5]{1,0:Q(2)}");
     unsupported("xla:f64[16,5,16]{2,0,1:T(8)T(4,3)}"); // a sub-tile that splits a tile unevenly
@@ -421,6 +420,10 @@ fn command_line_errors_are_one_line() {
         (
             &["apply", "--src", "cute:3:1", "--dst", "tvm:[3] lambda i: [i // 0]"],
             "divides by zero",
+        ),
+        (
+            &["apply", "--src", "xla:s4[3]", "--dst", "cute:3:1"],
+            "unsupported: relayouts of i4 elements (4 bits each)",
         ),
     ];
     for (args, want) in cases {

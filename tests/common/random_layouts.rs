@@ -367,6 +367,7 @@ fn cute<I: Iterator<Item = u8>>(
 fn xla<I: Iterator<Item = u8>>(shape: &[usize], c: &mut Choices<'_, I>) -> String {
     let dtype = c.pick(&[
         "f32", "bf16", "s8", "u16", "s32", "f64", "pred", "u8", "f16", "s64", "u64", "F32",
+        "f8e4m3fn", "c64", "s4", "c128",
     ]);
     let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
     let mut text = format!("xla:{dtype}[{}]", dims.join(","));
