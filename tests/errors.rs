@@ -107,7 +107,6 @@ fn malformed_xla() {
     invalid("xla:f32[3,4]{2,0}");
     invalid("xla:f32[3,4]{1,0:T(2,*)}");
     unsupported("xla:f32[3]{0:E(4)}");
-    unsupported("xla:c64[3]");
     unsupported("xla:f32[<=3]");
     unsupported("xla:f32[3,5]{1,0:Q(2)}");
     unsupported("xla:f64[16,5,16]{2,0,1:T(8)T(4,3)}"); // a sub-tile that splits a tile unevenly
@@ -155,14 +154,16 @@ fn malformed_morello() {
     parse_error("morello:[6] [0 q(2)]", "morello", 16);
     parse_error("morello:[6 [0]", "morello", 12);
     parse_error("morello:[6] [0", "morello", 15);
-    invalid("morello:[6] [0 p(4)]"); // Packed that neither divides nor pads
+    invalid("morello:[6] [0 p(4)]"); // a Packed that neither divides what remains nor exceeds it
+    invalid("morello:[6] [0 oe(8)]"); // an OddEven that exceeds what remains, which is not 1
+    invalid("morello:[6] [0 p(4), 0 p(8)]"); // two physical dims of one dim that exceed what remains
     invalid("morello:[6] [0 oe(3)]"); // odd OddEven
     invalid("morello:[6] [0 oe(0)]");
     invalid("morello:[6] [0 p(0)]");
     invalid("morello:[6,4] [0]"); // dim 1 not covered
     invalid("morello:[6] []");
     invalid("morello:[6] [0, 0]"); // two Dynamics of one dim
-    invalid("morello:[8] [0 p(4), 0, 0 p(2)]"); // a dim covered twice
+    invalid("morello:[8] [0 p(4), 0, 0 p(2)]"); // a physical dim slower than its dim's Dynamic
     invalid("morello:[0] [0]"); // zero extent
     invalid("morello:[6] [1]"); // a dim outside the shape
     invalid("morello:[8,2] [1, 0 oe(4), 0 p(2)]"); // Morello's non-injective case
@@ -419,6 +420,10 @@ fn command_line_errors_are_one_line() {
         (
             &["apply", "--src", "cute:3:1", "--dst", "tvm:[3] lambda i: [i // 0]"],
             "divides by zero",
+        ),
+        (
+            &["apply", "--src", "xla:s4[3]", "--dst", "cute:3:1"],
+            "unsupported: relayouts of i4 elements (4 bits each)",
         ),
     ];
     for (args, want) in cases {

@@ -220,10 +220,14 @@ fn padded_destinations() {
         ("cute:(5,3):(1,5)", "xla:f32[5,3]{1,0:T(2,2)}"),
         ("cute:(5,3):(1,5)", "xla:f32[5,3]{0,1:T(4,2)(2,1)L(8)}"),
         ("morello:[24] [0]", "morello:[24] [0, 0 oe(8)]"),
-        ("morello:[5] [0]", "morello:[5] [0 oe(8)]"),
         ("morello:[3,12] [0, 1]", "morello:[3,12] [1, 0, 1 oe(4)]"),
         ("morello:[6,9] [0, 1]", "morello:[6,9] [1, 0, 1 p(3)]"),
-        ("morello:[6,5] [0, 1]", "morello:[6,5] [0, 1 p(8)]"),
+        // A strip of 8, evens first, padding 5 elements to 8; rows of 5 padded to 8.
+        ("cute:5:1", "tvm:[5] lambda i: [i // 8, i % 2, i % 8 // 2]"),
+        (
+            "cute:(6,5):(5,1)",
+            "tvm:[6, 5] lambda i, j: [i, j // 8, j % 8]",
+        ),
         ("cute:14:1", "tvm:[14] lambda i: [i // 4, i % 4]"),
         (
             "cute:15:1",

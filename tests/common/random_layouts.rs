@@ -367,6 +367,7 @@ fn cute<I: Iterator<Item = u8>>(
 fn xla<I: Iterator<Item = u8>>(shape: &[usize], c: &mut Choices<'_, I>) -> String {
     let dtype = c.pick(&[
         "f32", "bf16", "s8", "u16", "s32", "f64", "pred", "u8", "f16", "s64", "u64", "F32",
+        "f8e4m3fn", "c64", "s4", "c128",
     ]);
     let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
     let mut text = format!("xla:{dtype}[{}]", dims.join(","));
@@ -483,40 +484,35 @@ fn tvm<I: Iterator<Item = u8>>(shape: &[usize], c: &mut Choices<'_, I>) -> Strin
     }
 }
 
-/// Morello text: per dim (fastest first) an optional OddEven strip, up to two Packed dims that
-/// divide what remains or pad it, and a Dynamic for the rest; the dims' lists interleaved.
+/// Morello text: per dim (fastest first) an optional OddEven strip that divides the extent, up
+/// to two Packed dims that divide what remains or (once) take a remainder smaller than their
+/// size, and a Dynamic for what remains (sometimes also when only 1 remains); the dims' lists
+/// interleaved.
 fn morello<I: Iterator<Item = u8>>(shape: &[usize], c: &mut Choices<'_, I>) -> String {
     // Per dim, physical dims slowest first.
     let mut per_dim: Vec<Vec<String>> = Vec::new();
     for (d, &n) in shape.iter().enumerate() {
         let mut fastest_first: Vec<String> = Vec::new();
         let mut rest = n;
-        let mut padded = false;
         if n > 1 && c.one_in(4) {
             let strip = c.pick(&[2usize, 4, 6, 8]);
-            if rest.is_multiple_of(strip) || strip > rest {
-                padded = !rest.is_multiple_of(strip);
-                rest = if padded { 1 } else { rest / strip };
+            if rest.is_multiple_of(strip) {
+                rest /= strip;
                 fastest_first.push(format!("{d} oe({strip})"));
             }
         }
         for _ in 0..c.below(3) {
-            if padded || rest == 1 {
+            if rest == 1 {
                 break;
             }
             let size = c.pick(&[2usize, 3, 4, 8, 16]);
-            if rest.is_multiple_of(size) {
-                rest /= size;
-            } else if size > rest {
-                padded = true;
-                rest = 1;
-            } else {
-                continue;
+            if rest.is_multiple_of(size) || size > rest {
+                // A Packed larger than what remains takes it and leaves 1.
+                rest /= size.min(rest);
+                fastest_first.push(format!("{d} p({size})"));
             }
-            fastest_first.push(format!("{d} p({size})"));
         }
-        let cover = rest > 1 || (!padded && c.one_in(3));
-        if cover || (n == 1 && fastest_first.is_empty() && !c.one_in(3)) {
+        if rest > 1 || c.one_in(3) || (n == 1 && fastest_first.is_empty() && !c.one_in(3)) {
             fastest_first.push(d.to_string());
         }
         fastest_first.reverse();

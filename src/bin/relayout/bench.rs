@@ -236,7 +236,7 @@ impl BenchArgs {
     fn jobs(&self, size: Size) -> Result<Vec<Job>, Error> {
         if let (Some(src), Some(dst)) = (&self.src, &self.dst) {
             let (src, dst) = (notation::parse(src)?, notation::parse(dst)?);
-            let dtype = crate::element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?;
+            let dtype = crate::element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?.dtype();
             return Ok(vec![Job {
                 name: "custom".into(),
                 dtype,

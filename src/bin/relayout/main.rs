@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use relayout::{
     compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options, Relayout,
 };
+use values::ValueType;
 
 #[derive(Parser)]
 #[command(name = "relayout", version, about = "JIT-compiled tensor relayouts", long_about = LONG_ABOUT)]
@@ -71,7 +72,9 @@ struct PairArgs {
     /// Destination layout.
     #[arg(long)]
     dst: String,
-    /// Element type: u8 i8 u16 i16 f16 bf16 u32 i32 f32 u64 i64 f64 (default f32, or XLA's type).
+    /// Element type: u8 i8 u16 i16 f16 bf16 u32 i32 f32 u64 i64 f64 pred c64, or an 8-bit float
+    /// (f8e5m2 f8e4m3 f8e4m3fn f8e4m3b11fnuz f8e5m2fnuz f8e4m3fnuz f8e3m4 f8e8m0fnu); default f32,
+    /// or XLA's type.
     #[arg(long)]
     dtype: Option<String>,
     /// Value written to the destination's padding slots (which are otherwise left alone).
@@ -83,7 +86,7 @@ struct PairArgs {
 struct Pair {
     src: Layout,
     dst: Layout,
-    dtype: DType,
+    values: ValueType,
     pad_bits: Option<u64>,
     kernel: Relayout,
 }
@@ -92,13 +95,13 @@ impl PairArgs {
     fn compile(&self) -> Result<Pair, Error> {
         let src = notation::parse(&self.src)?;
         let dst = notation::parse(&self.dst)?;
-        let dtype = element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?;
+        let values = element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?;
         let pad_bits = self
             .pad_value
             .as_deref()
-            .map(|v| values::parse_value(dtype, v))
+            .map(|v| values.parse(v))
             .transpose()?;
-        let mut options = Options::new().dtype(dtype);
+        let mut options = Options::new().dtype(values.dtype());
         if let Some(bits) = pad_bits {
             options = options.pad_bits(bits);
         }
@@ -106,7 +109,7 @@ impl PairArgs {
         Ok(Pair {
             src: src.layout,
             dst: dst.layout,
-            dtype,
+            values,
             pad_bits,
             kernel,
         })
@@ -133,23 +136,27 @@ impl Pair {
     }
 }
 
-/// The element type from `--dtype` and the types the layouts name; they must agree.
+/// The element type from `--dtype` and the types the layouts name; they must agree, and the
+/// type must be one that relayouts ([`Error::Unsupported`] for the sub-byte types and `c128`).
 fn element_type(
     flag: Option<&str>,
     src: Option<DType>,
     dst: Option<DType>,
-) -> Result<DType, Error> {
+) -> Result<ValueType, Error> {
     let flag = flag.map(str::parse::<DType>).transpose()?;
     let named: Vec<DType> = [flag, src, dst].into_iter().flatten().collect();
-    match named.split_first() {
-        None => Ok(DType::F32),
+    let dtype = match named.split_first() {
+        None => DType::F32,
         Some((first, rest)) => match rest.iter().find(|t| *t != first) {
-            Some(other) => Err(Error::ElementType(format!(
-                "conflicting element types {first} and {other} (from --dtype and the layouts)"
-            ))),
-            None => Ok(*first),
+            Some(other) => {
+                return Err(Error::ElementType(format!(
+                    "conflicting element types {first} and {other} (from --dtype and the layouts)"
+                )))
+            }
+            None => *first,
         },
-    }
+    };
+    ValueType::new(dtype)
 }
 
 fn main() -> ExitCode {
@@ -173,15 +180,13 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
         Command::Apply(args) => {
             let pair = args.compile()?;
             pair.within_memory_limit()?;
+            let values = pair.values;
             let src: Vec<u64> = (0..pair.src.cosize() as u64)
-                .map(|i| values::encode_index(pair.dtype, i))
+                .map(|i| values.encode_index(i))
                 .collect();
-            let mut dst = vec![values::mask(pair.dtype); pair.dst.cosize()];
-            with_element_type(pair.dtype, |run| run.kernel(&pair.kernel, &src, &mut dst))?;
-            println!(
-                "{}",
-                join(dst.iter().map(|&b| values::format_bits(pair.dtype, b)))
-            );
+            let mut dst = vec![values.mask(); pair.dst.cosize()];
+            with_element_type(values, |run| run.kernel(&pair.kernel, &src, &mut dst))?;
+            println!("{}", join(dst.iter().map(|&b| values.format(b))));
         }
         Command::Plan(args) => print!("{}", args.compile()?.kernel.plan()),
         Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()?),
@@ -219,22 +224,22 @@ fn check(pair: &Pair) -> Result<usize, Error> {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            state & values::mask(pair.dtype)
+            state & pair.values.mask()
         })
         .collect();
-    let fill = !state & values::mask(pair.dtype);
+    let fill = !state & pair.values.mask();
     let mut got = vec![fill; pair.dst.cosize()];
     let mut want = got.clone();
-    with_element_type(pair.dtype, |run| {
+    with_element_type(pair.values, |run| {
         run.kernel(&pair.kernel, &src, &mut got)?;
         run.reference(&pair.src, &src, &pair.dst, &mut want, pair.pad_bits)
     })?;
     Ok(got.iter().zip(&want).filter(|(g, w)| g != w).count())
 }
 
-/// Calls `f` with a runner for the storage type of `dtype`'s size.
-fn with_element_type<R>(dtype: DType, f: impl FnOnce(&dyn Runner) -> R) -> R {
-    match dtype.size() {
+/// Calls `f` with a runner for the storage type of the elements' size.
+fn with_element_type<R>(values: ValueType, f: impl FnOnce(&dyn Runner) -> R) -> R {
+    match values.bytes() {
         1 => f(&Typed::<u8>::default()),
         2 => f(&Typed::<u16>::default()),
         4 => f(&Typed::<u32>::default()),

@@ -2,64 +2,128 @@
 
 use relayout::{DType, Error};
 
-/// The bits of the value `i` in `dtype` (integers wrap; floats round to nearest).
-pub fn encode_index(dtype: DType, i: u64) -> u64 {
-    match dtype {
-        DType::F16 => f32_to_f16(i as f32) as u64,
-        DType::BF16 => f32_to_bf16(i as f32) as u64,
-        DType::F32 => (i as f32).to_bits() as u64,
-        DType::F64 => (i as f64).to_bits(),
-        _ => i & mask(dtype),
-    }
+/// An element type that relayouts (its [`DType::elem_size`] is one): how the command line writes,
+/// reads and prints values of it, held as bits in a `u64`.
+///
+/// Integers are values; floats are values too, except the 8-bit ones, which are their bits (as
+/// `pred` is), because few integers survive a round trip through 8 bits of float; `c64` is
+/// `re+imi`, its real part in the low 32 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueType {
+    dtype: DType,
+    bytes: usize,
 }
 
-/// Parses `--pad-value` text as a value of `dtype` and returns its bits.
-pub fn parse_value(dtype: DType, text: &str) -> Result<u64, Error> {
-    let bad = || Error::ElementType(format!("'{text}' is not a {dtype} value"));
-    let float = || text.parse::<f64>().map_err(|_| bad());
-    Ok(match dtype {
-        DType::F16 => f32_to_f16(float()? as f32) as u64,
-        DType::BF16 => f32_to_bf16(float()? as f32) as u64,
-        DType::F32 => (float()? as f32).to_bits() as u64,
-        DType::F64 => float()?.to_bits(),
-        _ => {
-            let v: i128 = text.parse().map_err(|_| bad())?;
-            let bits = 8 * dtype.size() as u32;
-            let signed = matches!(dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64);
-            let (lo, hi) = if signed {
-                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-            } else {
-                (0, (1i128 << bits) - 1)
-            };
-            if v < lo || v > hi {
-                return Err(Error::ElementType(format!(
-                    "{text} does not fit in {dtype} ({lo} to {hi})"
-                )));
-            }
-            (v as u64) & mask(dtype)
+impl ValueType {
+    /// The value type of `dtype`; fails with [`Error::Unsupported`] for the types that do not
+    /// relayout yet.
+    pub fn new(dtype: DType) -> Result<ValueType, Error> {
+        let bytes = dtype.elem_size()?;
+        Ok(ValueType { dtype, bytes })
+    }
+
+    /// The element type.
+    pub fn dtype(self) -> DType {
+        self.dtype
+    }
+
+    /// Bytes per element: 1, 2, 4 or 8.
+    pub fn bytes(self) -> usize {
+        self.bytes
+    }
+
+    /// All-ones bits of the element size.
+    pub fn mask(self) -> u64 {
+        u64::MAX >> (64 - 8 * self.bytes)
+    }
+
+    /// The bits of the value `i` (integers and bits wrap; floats round to nearest).
+    pub fn encode_index(self, i: u64) -> u64 {
+        match self.dtype {
+            DType::F16 => f32_to_f16(i as f32) as u64,
+            DType::BF16 => f32_to_bf16(i as f32) as u64,
+            DType::F32 | DType::C64 => (i as f32).to_bits() as u64,
+            DType::F64 => (i as f64).to_bits(),
+            _ => i & self.mask(),
         }
-    })
-}
+    }
 
-/// The decimal text of the value with these bits (floats as their value).
-pub fn format_bits(dtype: DType, bits: u64) -> String {
-    let b = bits & mask(dtype);
-    match dtype {
-        DType::U8 | DType::U16 | DType::U32 | DType::U64 => b.to_string(),
-        DType::I8 => (b as u8 as i8).to_string(),
-        DType::I16 => (b as u16 as i16).to_string(),
-        DType::I32 => (b as u32 as i32).to_string(),
-        DType::I64 => (b as i64).to_string(),
-        DType::F16 => f16_to_f32(b as u16).to_string(),
-        DType::BF16 => f32::from_bits((b as u32) << 16).to_string(),
-        DType::F32 => f32::from_bits(b as u32).to_string(),
-        DType::F64 => f64::from_bits(b).to_string(),
+    /// Parses `--pad-value` text as a value of this type and returns its bits.
+    pub fn parse(self, text: &str) -> Result<u64, Error> {
+        let dtype = self.dtype;
+        let bad = || Error::ElementType(format!("'{text}' is not a {dtype} value"));
+        let float = |t: &str| t.parse::<f64>().map_err(|_| bad());
+        Ok(match dtype {
+            DType::F16 => f32_to_f16(float(text)? as f32) as u64,
+            DType::BF16 => f32_to_bf16(float(text)? as f32) as u64,
+            DType::F32 => (float(text)? as f32).to_bits() as u64,
+            DType::F64 => float(text)?.to_bits(),
+            DType::C64 => {
+                let (re, im) = split_complex(text);
+                let (re, im) = (float(re)? as f32, float(im)? as f32);
+                (re.to_bits() as u64) | ((im.to_bits() as u64) << 32)
+            }
+            _ => {
+                let v: i128 = text.parse().map_err(|_| bad())?;
+                let bits = 8 * self.bytes as u32;
+                let (lo, hi) = if self.is_signed() {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
+                if v < lo || v > hi {
+                    return Err(Error::ElementType(format!(
+                        "{text} does not fit in {dtype} ({lo} to {hi})"
+                    )));
+                }
+                (v as u64) & self.mask()
+            }
+        })
+    }
+
+    /// The text of the value with these bits: a number, or the bits of 8-bit floats and `pred`.
+    pub fn format(self, bits: u64) -> String {
+        let b = bits & self.mask();
+        match self.dtype {
+            DType::F16 => f16_to_f32(b as u16).to_string(),
+            DType::BF16 => f32::from_bits((b as u32) << 16).to_string(),
+            DType::F32 => f32::from_bits(b as u32).to_string(),
+            DType::F64 => f64::from_bits(b).to_string(),
+            DType::C64 => {
+                let (re, im) = (f32::from_bits(b as u32), f32::from_bits((b >> 32) as u32));
+                let sign = if im.is_sign_negative() { '-' } else { '+' };
+                format!("{re}{sign}{}i", im.abs())
+            }
+            _ if self.is_signed() => {
+                let unused = 64 - 8 * self.bytes as u32;
+                (((b << unused) as i64) >> unused).to_string()
+            }
+            _ => b.to_string(),
+        }
+    }
+
+    fn is_signed(self) -> bool {
+        matches!(self.dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64)
     }
 }
 
-/// All-ones bits of the element size.
-pub fn mask(dtype: DType) -> u64 {
-    u64::MAX >> (64 - 8 * dtype.size())
+/// The texts of the real and imaginary parts of `re+imi`, `re-imi`, `imi` or `re`.
+fn split_complex(text: &str) -> (&str, &str) {
+    let Some(body) = text.strip_suffix('i') else {
+        return (text, "0");
+    };
+    // The sign between the parts: not the first character, nor an exponent's sign.
+    let sign = body
+        .char_indices()
+        .rev()
+        .find(|&(k, c)| k > 0 && (c == '+' || c == '-') && !body[..k].ends_with(['e', 'E']));
+    match sign {
+        Some((at, _)) => {
+            let im = &body[at..];
+            (&body[..at], im.strip_prefix('+').unwrap_or(im))
+        }
+        None => ("0", body),
+    }
 }
 
 fn f32_to_bf16(x: f32) -> u16 {
@@ -120,36 +184,71 @@ fn f16_to_f32(h: u16) -> f32 {
 mod tests {
     use super::*;
 
+    fn of(dtype: DType) -> ValueType {
+        ValueType::new(dtype).unwrap()
+    }
+
     #[test]
     fn half_floats_hold_small_integers_exactly() {
+        let (f16, bf16) = (of(DType::F16), of(DType::BF16));
         for i in 0..=2048u64 {
-            assert_eq!(
-                format_bits(DType::F16, encode_index(DType::F16, i)),
-                i.to_string()
-            );
+            assert_eq!(f16.format(f16.encode_index(i)), i.to_string());
         }
         for i in 0..=256u64 {
-            assert_eq!(
-                format_bits(DType::BF16, encode_index(DType::BF16, i)),
-                i.to_string()
-            );
+            assert_eq!(bf16.format(bf16.encode_index(i)), i.to_string());
         }
-        assert_eq!(
-            format_bits(DType::F16, encode_index(DType::F16, 100_000)),
-            "inf"
-        );
+        assert_eq!(f16.format(f16.encode_index(100_000)), "inf");
     }
 
     #[test]
     fn integers_wrap_and_pad_values_are_range_checked() {
-        assert_eq!(format_bits(DType::U8, encode_index(DType::U8, 257)), "1");
-        assert_eq!(format_bits(DType::I8, encode_index(DType::I8, 255)), "-1");
-        assert_eq!(parse_value(DType::I8, "-128").unwrap(), 0x80);
-        assert!(parse_value(DType::U8, "256").is_err());
-        assert!(parse_value(DType::F32, "abc").is_err());
-        assert_eq!(
-            format_bits(DType::F32, parse_value(DType::F32, "-1.5").unwrap()),
-            "-1.5"
-        );
+        let (u8, i8, f32) = (of(DType::U8), of(DType::I8), of(DType::F32));
+        assert_eq!(u8.format(u8.encode_index(257)), "1");
+        assert_eq!(i8.format(i8.encode_index(255)), "-1");
+        assert_eq!(i8.parse("-128").unwrap(), 0x80);
+        assert!(u8.parse("256").is_err());
+        assert!(f32.parse("abc").is_err());
+        assert_eq!(f32.format(f32.parse("-1.5").unwrap()), "-1.5");
+        let i64 = of(DType::I64);
+        assert_eq!(i64.format(i64.parse("-5").unwrap()), "-5");
+    }
+
+    #[test]
+    fn eight_bit_floats_and_pred_are_their_bits() {
+        for dtype in [
+            DType::F8E4M3FN,
+            DType::F8E5M2,
+            DType::F8E8M0FNU,
+            DType::Pred,
+        ] {
+            let t = of(dtype);
+            assert_eq!(t.format(t.encode_index(300)), "44", "{dtype}");
+            assert_eq!(t.parse("255").unwrap(), 255, "{dtype}");
+            assert!(t.parse("256").is_err(), "{dtype}");
+        }
+    }
+
+    #[test]
+    fn complex_values_are_re_plus_im_i() {
+        let c64 = of(DType::C64);
+        assert_eq!(c64.bytes(), 8);
+        assert_eq!(c64.format(c64.encode_index(7)), "7+0i");
+        for (text, shown) in [
+            ("1.5-2i", "1.5-2i"),
+            ("-1e-3+2.5e2i", "-0.001+250i"),
+            ("3", "3+0i"),
+            ("-4i", "0-4i"),
+        ] {
+            assert_eq!(c64.format(c64.parse(text).unwrap()), shown, "{text}");
+        }
+        assert!(c64.parse("1+xi").is_err());
+    }
+
+    #[test]
+    fn types_that_do_not_relayout_have_no_values() {
+        for dtype in [DType::I4, DType::U2, DType::F4E2M1FN, DType::C128] {
+            let err = ValueType::new(dtype).unwrap_err();
+            assert!(matches!(err, Error::Unsupported(_)), "{dtype}: {err}");
+        }
     }
 }
