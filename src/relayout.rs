@@ -60,6 +60,8 @@ element!(u8 => u8, i8 => u8, u16 => u16, i16 => u16, u32 => u32, i32 => u32, f32
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Options {
     elem_size: usize,
+    /// The element type named with [`Options::dtype`], checked when compiling.
+    dtype: Option<DType>,
     pad_bits: Option<u64>,
     threads: usize,
     min_bytes_per_thread: usize,
@@ -73,6 +75,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             elem_size: 4,
+            dtype: None,
             pad_bits: None,
             threads: 1,
             min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
@@ -90,10 +93,21 @@ impl Options {
         Options::default()
     }
 
-    /// Elements of this type's size.
+    /// Elements of this type's size. Types that kernels do not move yet (the sub-byte types and
+    /// `c128`, see [`DType::elem_size`]) fail when compiling, naming the type.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, DType, Error, Layout, Options};
+    ///
+    /// let l = Layout::row_major(&[4, 4])?;
+    /// let err = compile_relayout_with(&l, &l, Options::new().dtype(DType::I4)).unwrap_err();
+    /// assert!(matches!(err, Error::Unsupported(_)) && err.to_string().contains("i4"));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
     pub fn dtype(self, dtype: DType) -> Options {
         Options {
             elem_size: dtype.size(),
+            dtype: Some(dtype),
             ..self
         }
     }
@@ -102,6 +116,7 @@ impl Options {
     pub fn elem_size(self, bytes: usize) -> Options {
         Options {
             elem_size: bytes,
+            dtype: None,
             ..self
         }
     }
@@ -109,8 +124,10 @@ impl Options {
     /// Write `value` to every padding slot of the destination (slots that hold no element);
     /// also sets the element size to `T`'s.
     pub fn pad_value<T: Element>(self, value: T) -> Options {
+        let elem_size = std::mem::size_of::<T>();
         Options {
-            elem_size: std::mem::size_of::<T>(),
+            elem_size,
+            dtype: self.dtype.filter(|d| d.size() == elem_size),
             pad_bits: Some(value.to_bits()),
             ..self
         }
@@ -281,6 +298,9 @@ pub fn compile_relayout(src: &Layout, dst: &Layout) -> Result<Relayout> {
 /// was compiled before (same layouts, element size, tactics and target) returns the cached
 /// kernel.
 pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Result<Relayout> {
+    if let Some(dtype) = options.dtype {
+        dtype.elem_size()?;
+    }
     let engine = Engine::global();
     let mut request = Request {
         src: src.clone(),
