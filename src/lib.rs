@@ -7,6 +7,8 @@ mod dtype;
 mod error;
 mod jit;
 pub mod layout;
+#[cfg(feature = "ndarray")]
+pub mod ndarray;
 pub mod notation;
 pub mod plan;
 pub mod reference;
