@@ -3,7 +3,7 @@
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyString, PyTuple};
 use relayout::{notation, DType, Layout};
 
 use crate::errors::OrPy;
@@ -130,11 +130,11 @@ impl PyLayout {
         self.layout.to_string()
     }
 
-    fn __repr__(&self) -> String {
-        match &self.text {
-            Some(text) => format!("Layout({text:?})"),
-            None => format!("Layout({:?})", self.layout.to_string()),
-        }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(match &self.text {
+            Some(text) => format!("Layout({})", PyString::new(py, text).repr()?),
+            None => format!("<relayout.Layout {}>", self.layout),
+        })
     }
 }
 

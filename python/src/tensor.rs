@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyModule;
+use pyo3::types::{PyMemoryView, PyModule};
 use relayout::{Error, Layout};
 
 use crate::dlpack::{self, DLDataType, DLPackTensor};
@@ -61,7 +61,9 @@ impl<'py> Strided<'py> {
         }
         // SAFETY: `obj` is a live object.
         if unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } == 1 {
-            let array = numpy(py)?.getattr("asarray")?.call1((obj,))?;
+            // Through a memoryview, so that bytes are bytes (NumPy reads `bytes` as one string).
+            let view = PyMemoryView::from(obj)?;
+            let array = numpy(py)?.getattr("asarray")?.call1((view,))?;
             let view = array.cast::<PyUntypedArray>()?;
             return Strided::of_numpy(view, array.clone(), what);
         }
