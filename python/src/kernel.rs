@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use pyo3::prelude::*;
+use relayout::plan::Blocking;
 use relayout::{compile_relayout_with, DType, Error, Layout, Options, Relayout};
 
 use crate::dtype;
@@ -61,6 +62,31 @@ pub fn cached(py: Python<'_>, src: &Layout, dst: &Layout, options: Options) -> P
     KERNELS.get(py, key, |(src, dst, options)| {
         compile_relayout_with(src, dst, *options)
     })
+}
+
+/// The options of a relayout into a destination: elements of `elem_size` bytes, up to
+/// `threads` threads, tuned or not. A `fresh` destination (a new array) gets ordinary stores
+/// where the default would stream (copies, zips and unzips of large destinations) unless tuning
+/// measures which is faster: the system has just zeroed its pages, which leaves their lines in
+/// the cache, and streaming stores to cached lines cost more than ordinary ones.
+pub fn options(elem_size: usize, threads: usize, tune: bool, fresh: bool) -> Options {
+    let options = Options::new()
+        .elem_size(elem_size)
+        .threads(threads)
+        .tune(tune);
+    for_fresh(options, fresh && !tune)
+}
+
+/// `options`, with ordinary stores for copies, zips and unzips when `fresh` (see [`options`]).
+fn for_fresh(options: Options, fresh: bool) -> Options {
+    if fresh {
+        options.blocking(Blocking {
+            stream_copies: false,
+            ..Blocking::default()
+        })
+    } else {
+        options
+    }
 }
 
 /// A destination's padding: the element bits to write to every slot first.
@@ -136,10 +162,33 @@ pub fn has_padding(dst: &Layout) -> bool {
 #[pyclass(name = "Kernel", module = "relayout", frozen)]
 pub struct Kernel {
     relayout: Relayout,
+    /// The kernel for new result arrays, compiled on first use (see [`options`]).
+    fresh: OnceLock<Relayout>,
+    options: Options,
+    tuned: bool,
     src: PyLayout,
     dst: PyLayout,
     dtype: DType,
     pad: Option<Pad>,
+}
+
+impl Kernel {
+    /// The kernel that writes new result arrays: without tuning, the same relayout with
+    /// ordinary stores where the default would stream.
+    fn for_new_array(&self, py: Python<'_>, tune: bool) -> PyResult<&Relayout> {
+        if tune {
+            return Ok(&self.relayout);
+        }
+        if let Some(k) = self.fresh.get() {
+            return Ok(k);
+        }
+        let options = for_fresh(self.options, true);
+        let (src, dst) = (&self.src.layout, &self.dst.layout);
+        let k = py
+            .detach(|| compile_relayout_with(src, dst, options))
+            .or_py()?;
+        Ok(self.fresh.get_or_init(|| k))
+    }
 }
 
 #[pymethods]
@@ -167,9 +216,10 @@ impl Kernel {
             None => {
                 let zeroed = self.pad.is_none() && has_padding(&self.dst.layout);
                 let (array, dst) = source.new_like(&[dst_len], zeroed)?;
+                let kernel = self.for_new_array(py, self.tuned)?;
                 // SAFETY: `src` holds `src_len` elements (checked), `dst` is a new array of
                 // `dst_len`, and both live until we return.
-                unsafe { run(py, &self.relayout, src, dst, self.pad) };
+                unsafe { run(py, kernel, src, dst, self.pad) };
                 source.result(array)
             }
             Some(out) => {
@@ -276,6 +326,9 @@ pub fn compile(
     let relayout = py.detach(|| compile_relayout_with(s, d, options)).or_py()?;
     Ok(Kernel {
         relayout,
+        fresh: OnceLock::new(),
+        options,
+        tuned: tune,
         src,
         dst,
         dtype,

@@ -2,11 +2,11 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use relayout::{compile_relayout_with, Error, Layout, Options, Relayout};
+use relayout::{compile_relayout_with, Error, Layout, Relayout};
 
 use crate::dtype;
 use crate::errors::OrPy;
-use crate::kernel::{cached, check_overlap, has_padding, run, Cache, Pad};
+use crate::kernel::{cached, check_overlap, has_padding, options, run, Cache, Pad};
 use crate::layout::PyLayout;
 use crate::tensor::Strided;
 
@@ -20,6 +20,7 @@ struct TransposeKey {
     axes: Vec<usize>,
     threads: usize,
     tune: bool,
+    fresh: bool,
 }
 
 /// A compiled transpose: the kernel, the bytes of its element unit, the offset (in units) of
@@ -76,6 +77,7 @@ pub fn transpose<'py>(
         axes,
         threads,
         tune,
+        fresh: out.is_none(),
     };
     let t = TRANSPOSES.get(py, key, transposer)?;
     let src = source
@@ -141,10 +143,7 @@ fn transposer(key: &TransposeKey) -> Result<Transposer, Error> {
     }
     let src = Layout::from_strides(&shape, &strides)?;
     let dst = Layout::from_strides(&shape, &dst_strides)?;
-    let options = Options::new()
-        .elem_size(unit)
-        .threads(key.threads)
-        .tune(key.tune);
+    let options = options(unit, key.threads, key.tune, key.fresh);
     Ok(Transposer {
         kernel: compile_relayout_with(&src, &dst, options)?,
         unit,
@@ -205,7 +204,7 @@ pub fn to_layout<'py>(
     let dst = PyLayout::from_arg(dst)?;
     let size = source.itemsize;
     let (src_layout, src) = source.layout("a")?;
-    let mut options = Options::new().elem_size(size).threads(threads).tune(tune);
+    let mut options = options(size, threads, tune, out.is_none());
     let pad = match pad_value {
         Some(v) => {
             let t = dtype::of_strided(&source).or_py()?;
@@ -266,7 +265,7 @@ pub fn from_layout<'py>(
     let src = PyLayout::from_arg(src)?;
     let size = source.itemsize;
     let (from, n) = source.flat("buf", size, false)?;
-    let options = Options::new().elem_size(size).threads(threads).tune(tune);
+    let options = options(size, threads, tune, out.is_none());
     let needed = src.layout.cosize();
     if n < needed {
         return Err(Error::BufferTooShort {
