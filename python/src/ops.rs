@@ -203,6 +203,7 @@ pub fn to_layout<'py>(
     let source = Strided::new(a, "a")?;
     let dst = PyLayout::from_arg(dst)?;
     let size = source.itemsize;
+    check_named_size(&dst, size, "a")?;
     let (src_layout, src) = source.layout("a")?;
     let mut options = options(size, threads, tune, out.is_none());
     let pad = match pad_value {
@@ -264,6 +265,7 @@ pub fn from_layout<'py>(
     let source = Strided::new(buf, "buf")?;
     let src = PyLayout::from_arg(src)?;
     let size = source.itemsize;
+    check_named_size(&src, size, "buf")?;
     let (from, n) = source.flat("buf", size, false)?;
     let options = options(size, threads, tune, out.is_none());
     let needed = src.layout.cosize();
@@ -317,5 +319,16 @@ pub fn from_layout<'py>(
             unsafe { run(py, &kernel, from, to, None) };
             Ok(out.clone())
         }
+    }
+}
+
+/// Fails when the layout text names an element type (XLA's) of another size than the array's.
+fn check_named_size(layout: &PyLayout, itemsize: usize, what: &str) -> PyResult<()> {
+    match layout.dtype {
+        Some(t) if t.size() != itemsize => Err(Error::ElementType(format!(
+            "the layout names {t} elements, {what} has {itemsize}-byte elements"
+        )))
+        .or_py(),
+        _ => Ok(()),
     }
 }

@@ -97,5 +97,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="source and destination buffers overlap"):
         buf = np.zeros(40, np.float32)
         relayout.from_layout(buf[:24], dst, out=buf[20:35].reshape(3, 5))
+    with pytest.raises(TypeError, match="the layout names f32 elements, a has 8-byte elements"):
+        relayout.to_layout(np.zeros((3, 5)), dst)
+    with pytest.raises(TypeError, match="the layout names f32 elements, buf has 2-byte elements"):
+        relayout.from_layout(np.zeros(24, np.int16), dst)
     with pytest.raises(TypeError, match="1, 2, 4 or 8"):
         relayout.to_layout(np.zeros((3, 5), np.complex128), "cute:(3,5):(1,3)")
