@@ -115,10 +115,12 @@ impl Input {
         }
         match h.elements() {
             Some(n) if n == elements => {}
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "{path} holds an array of shape {:?}; the source layout needs {elements} elements",
                 h.shape
-            )),
+            ))
+            }
         }
         let have = self.len - h.data_offset as u64;
         if have < need {
