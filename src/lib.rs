@@ -97,6 +97,8 @@ mod engine;
 mod error;
 mod jit;
 pub mod layout;
+#[cfg(feature = "ndarray")]
+pub mod ndarray;
 pub mod notation;
 pub mod plan;
 pub mod reference;

@@ -2,6 +2,7 @@
 //! the demo: compile a relayout, show its plan and IR, check it and time it.
 
 mod bench;
+mod convert;
 mod cute_cmd;
 mod demo;
 mod timing;
@@ -60,6 +61,9 @@ enum Command {
     /// Time the benchmark suite, or a pair, against memcpy and the naive loop.
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
+    /// Relayout a buffer from a file (.npy or raw) into a file.
+    #[command(long_about = convert::LONG_ABOUT)]
+    Convert(convert::ConvertArgs),
     /// Run the demo (the same as no command).
     Demo,
 }
@@ -212,6 +216,7 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
         Command::Table(args) => cute_cmd::table(&args)?,
         Command::Demo => demo::run()?,
         Command::Bench(args) => bench::run(args)?,
+        Command::Convert(args) => convert::run(args)?,
     }
     Ok(())
 }
