@@ -367,6 +367,20 @@ mod tests {
         assert!(!descr_agrees(">f4", DType::F32));
         assert!(!descr_agrees("<c8", DType::U64));
         assert_eq!(dtype_of(">i1"), Some(DType::I8));
-        assert_eq!(dtype_of("|b1"), None);
+        // NumPy's bool and complex64 are XLA's pred and c64; the 8-bit floats NumPy lacks are
+        // stored as bytes.
+        assert_eq!(dtype_of("|b1"), Some(DType::Pred));
+        assert!(descr_agrees("<c8", DType::C64));
+        assert!(descr_agrees("|u1", DType::F8E4M3FN));
+        assert_eq!(dtype_of("|V4"), None);
+        for dtype in [
+            DType::Pred,
+            DType::C64,
+            DType::F8E5M2,
+            DType::BF16,
+            DType::F64,
+        ] {
+            assert!(descr_agrees(descr_of(dtype), dtype), "{dtype}");
+        }
     }
 }
