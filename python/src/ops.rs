@@ -6,7 +6,7 @@ use relayout::{compile_relayout_with, Error, Layout, Relayout};
 
 use crate::dtype;
 use crate::errors::OrPy;
-use crate::kernel::{cached, check_overlap, has_padding, options, run, Cache, Pad};
+use crate::kernel::{cached, check_overlap, fresh_pages, has_padding, options, run, Cache, Pad};
 use crate::layout::PyLayout;
 use crate::tensor::Strided;
 
@@ -77,7 +77,7 @@ pub fn transpose<'py>(
         axes,
         threads,
         tune,
-        fresh: out.is_none(),
+        fresh: out.is_none() && fresh_pages(source.len() * source.itemsize),
     };
     let t = TRANSPOSES.get(py, key, transposer)?;
     let src = source
@@ -205,7 +205,8 @@ pub fn to_layout<'py>(
     let size = source.itemsize;
     check_named_size(&dst, size, "a")?;
     let (src_layout, src) = source.layout("a")?;
-    let mut options = options(size, threads, tune, out.is_none());
+    let fresh = out.is_none() && fresh_pages(dst.layout.cosize().saturating_mul(size));
+    let mut options = options(size, threads, tune, fresh);
     let pad = match pad_value {
         Some(v) => {
             let t = dtype::of_strided(&source).or_py()?;
@@ -267,7 +268,8 @@ pub fn from_layout<'py>(
     let size = source.itemsize;
     check_named_size(&src, size, "buf")?;
     let (from, n) = source.flat("buf", size, false)?;
-    let options = options(size, threads, tune, out.is_none());
+    let fresh = out.is_none() && fresh_pages(src.layout.size().saturating_mul(size));
+    let options = options(size, threads, tune, fresh);
     let needed = src.layout.cosize();
     if n < needed {
         return Err(Error::BufferTooShort {

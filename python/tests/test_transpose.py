@@ -124,3 +124,17 @@ def test_bad_input():
     with pytest.raises(ValueError, match="source and destination buffers overlap"):
         relayout.transpose(sq, out=sq)
     assert np.array_equal(sq, np.arange(16, dtype=np.float32).reshape(4, 4))
+
+
+def test_large_results_start_on_a_page():
+    a = random_array((300, 500), np.float32, seed=6)
+    t = relayout.transpose(a)
+    assert t.ctypes.data % 4096 == 0 and t.flags.c_contiguous and t.flags.writeable
+    assert same_bits(t, a.T.copy())
+    tiled = relayout.to_layout(a, "xla:f32[300,500]{1,0:T(8,128)}")
+    assert tiled.ctypes.data % 4096 == 0
+    del a
+    t[...] = 0  # the memory is the result's own, alive without its source
+    assert not t.any()
+    small = relayout.transpose(np.zeros((4, 4), np.float32))
+    assert small.flags.owndata
