@@ -77,7 +77,9 @@ fn malformed_cute_and_moye() {
     parse_error("cute:_:1", "cute", 7);
     parse_error("cute:(2,3):(1,2,3)", "cute", 17); // not congruent
     parse_error("cute:(2,3):(1,(2,3))", "cute", 15);
-    parse_error("cute:(0,3):(1,0)", "cute", 7); // zero extent
+    parse_error("cute:(-1,3):(1,0)", "cute", 7); // negative extent
+    parse_error("cute:(0,()):(1,0)", "cute", 10); // an empty layout with an empty tuple
+    parse_error("cute:(0,3):(1,(0,1))", "cute", 15); // an empty layout, not congruent
     parse_error("cute:(-2,3):(1,2)", "cute", 7);
     parse_error("cute:99999999999999999999:1", "cute", 6); // number overflows 64 bits
     parse_error("cute:4:-99999999999999999999", "cute", 8);
@@ -101,7 +103,6 @@ fn malformed_xla() {
     parse_error("xla:f32[3,4]{1,0:T(0,2)}", "xla", 20);
     parse_error("xla:f32[3,4]{1}", "xla", 14);
     parse_error("xla:f32[99999999999999999999]", "xla", 9);
-    invalid("xla:f32[0,3]");
     invalid("xla:f32[3]{0:L(0)}");
     invalid("xla:f32[3,4]{1,1}");
     invalid("xla:f32[3,4]{2,0}");
@@ -140,7 +141,6 @@ fn malformed_tvm() {
     invalid("tvm:[4] lambda i: [i // 0]");
     invalid("tvm:[4] lambda i: [i % 0]");
     invalid("tvm:[4] lambda i: [i - 1]"); // range does not start at 0
-    invalid("tvm:[0] lambda i: [i]");
     invalid("tvm:[4, 4] lambda i, j: [i + j]"); // not injective
     invalid("tvm:[4, 4] lambda i, j: [i]");
     unsupported("tvm:[4] lambda i: [i * i]");
@@ -193,8 +193,6 @@ fn absurdly_long_input_is_rejected() {
 
 #[test]
 fn impossible_layouts_from_the_constructors() {
-    let e = one_line(Layout::row_major(&[3, 0]));
-    assert!(matches!(e, Error::InvalidLayout(_)), "{e:?}");
     let e = one_line(Layout::from_strides(&[3, 4], &[1]));
     assert!(matches!(e, Error::InvalidLayout(_)), "{e:?}");
     let e = one_line(Layout::ordered(&[3, 4], &[0, 0]));

@@ -92,6 +92,9 @@ pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
 /// Whether no two coordinates share an offset (`None`: too large to decide); see
 /// [`Layout::injectivity`].
 pub(super) fn injectivity(layout: &Layout) -> Option<bool> {
+    if layout.is_empty() {
+        return Some(true); // No coordinates, so no two share an offset.
+    }
     let covered = (0..layout.rank())
         .all(|d| dim_chain(layout, d).is_some_and(|chain| chain_covers(layout, d, &chain)));
     if covered && separable_injective(layout) {

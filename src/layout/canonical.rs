@@ -4,6 +4,13 @@ use super::{Coords, Digit, Layout, Source};
 
 /// See [`Layout::coalesce`].
 pub(super) fn coalesce(layout: &Layout) -> Layout {
+    if layout.is_empty() {
+        // No coordinate reaches a digit: the canonical empty function of its shape.
+        let mut out = layout.clone();
+        out.digits.clear();
+        out.base = 0;
+        return out;
+    }
     let shape = &layout.shape;
     let mut base = layout.base as i128;
     let mut digits: Vec<Digit> = Vec::new();

@@ -74,7 +74,7 @@ pub struct Layout {
 impl Layout {
     /// A layout from its logical shape and digits, with base 0 and no declared padding.
     ///
-    /// Fails when an extent is 0, a digit names a dim outside the shape, a divisor or radix is
+    /// An extent of 0 gives an empty layout (see [`Layout::is_empty`]). Fails when a digit names a dim outside the shape, a divisor or radix is
     /// 0, or the offsets could overflow; and with [`Error::Unsupported`] above [`MAX_RANK`]
     /// dimensions or [`MAX_DIGITS`] digits.
     ///
@@ -112,11 +112,6 @@ impl Layout {
                 digits.len()
             )));
         }
-        if let Some(d) = shape.iter().position(|&n| n == 0) {
-            return Err(Error::InvalidLayout(format!(
-                "dimension {d} has extent 0; every extent must be at least 1"
-            )));
-        }
         let elements = shape
             .iter()
             .try_fold(1i128, |acc, &n| acc.checked_mul(n as i128))
@@ -139,8 +134,10 @@ impl Layout {
                 )));
             }
         }
+        let empty = shape.contains(&0);
         let mut bound = (base as i128).abs();
-        for digit in &digits {
+        // An empty layout has no offsets to bound (and its digits' value ranges are empty).
+        for digit in digits.iter().filter(|_| !empty) {
             let (lo, hi) = digit.value_range(shape);
             bound += (digit.stride as i128).abs() * lo.abs().max(hi.abs());
             if bound > MAX_OFFSET {
@@ -163,10 +160,12 @@ impl Layout {
             min_offset: 0,
             max_offset: 0,
         };
-        let (lo, hi) = analysis::offset_span(&layout);
-        // Both fit: every partial sum is bounded by `bound` above.
-        layout.min_offset = lo as i64;
-        layout.max_offset = hi as i64;
+        if !empty {
+            let (lo, hi) = analysis::offset_span(&layout);
+            // Both fit: every partial sum is bounded by `bound` above.
+            layout.min_offset = lo as i64;
+            layout.max_offset = hi as i64;
+        }
         Ok(layout)
     }
 
@@ -249,6 +248,22 @@ impl Layout {
         self.shape.iter().product()
     }
 
+    /// Whether the layout has no elements (an extent is 0): an empty tensor, as CuTe, XLA and
+    /// NumPy allow. It has no offsets, needs no buffer ([`Layout::cosize`] is 0), is injective,
+    /// and a relayout between two empty layouts moves nothing.
+    ///
+    /// ```
+    /// use relayout::Layout;
+    /// let l = Layout::parse("cute:(0,4):(4,1)")?;
+    /// assert!(l.is_empty());
+    /// assert_eq!((l.size(), l.cosize()), (0, 0));
+    /// assert!(l.offsets().is_empty() && l.is_injective());
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.shape.contains(&0)
+    }
+
     /// The digits, in the order they were given (or canonical order after [`Layout::coalesce`]).
     pub fn digits(&self) -> &[Digit] {
         &self.digits
@@ -264,12 +279,12 @@ impl Layout {
         self.padded_len
     }
 
-    /// The smallest offset of any element.
+    /// The smallest offset of any element (0 for an empty layout).
     pub fn min_offset(&self) -> i64 {
         self.min_offset
     }
 
-    /// The largest offset of any element.
+    /// The largest offset of any element (0 for an empty layout).
     pub fn max_offset(&self) -> i64 {
         self.max_offset
     }
@@ -281,7 +296,8 @@ impl Layout {
     }
 
     /// The number of elements a buffer for this layout must hold: from [`Layout::buffer_start`]
-    /// to the largest offset, or the declared padded length if that is larger.
+    /// to the largest offset, or the declared padded length if that is larger; 0 for an empty
+    /// layout, whatever its notation declared.
     ///
     /// ```
     /// use relayout::Layout;
@@ -292,6 +308,9 @@ impl Layout {
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn cosize(&self) -> usize {
+        if self.is_empty() {
+            return 0;
+        }
         let natural = (self.max_offset - self.buffer_start() + 1) as usize;
         natural.max(self.padded_len.unwrap_or(0))
     }

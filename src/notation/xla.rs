@@ -46,7 +46,7 @@ pub struct XlaShape {
 
 impl XlaShape {
     /// A shape from its parts; checks that `minor_to_major` is a permutation of the dims, that
-    /// extents, tile sizes and `L(n)` are at least 1, that `*` is never a tile's last dim, and
+    /// tile sizes and `L(n)` are at least 1 (extents may be 0: an empty tensor), that `*` is never a tile's last dim, and
     /// that the rank is at most [`crate::layout::MAX_RANK`].
     pub fn new(
         dtype: DType,
@@ -64,10 +64,8 @@ impl XlaShape {
                 dims.len()
             )));
         }
-        if dims.contains(&0) || tail_padding == Some(0) {
-            return Err(Error::InvalidLayout(
-                "XLA extents and L(n) must be at least 1".into(),
-            ));
+        if tail_padding == Some(0) {
+            return Err(Error::InvalidLayout("XLA's L(n) must be at least 1".into()));
         }
         for tile in &tiles {
             if tile.is_empty() || tile.last() == Some(&TileDim::Combine) {
@@ -109,7 +107,14 @@ impl XlaShape {
     }
 
     /// The canonical layout: row-major over the tiled physical shape, buffer padded to `L(n)`.
+    ///
+    /// A shape with an extent of 0 is an empty tensor: its physical volume is 0 whatever the
+    /// tiles (a tiled dim of 0 elements has 0 tiles), so it lowers to the empty layout of its
+    /// dims with a buffer of 0 elements.
     pub fn to_layout(&self) -> Result<Layout> {
+        if self.dims.contains(&0) {
+            return Layout::from_parts(&self.dims, Vec::new(), 0, Some(0));
+        }
         let phys = self.physical_dims()?;
         let mut digits = Vec::new();
         let mut stride: i128 = 1;

@@ -9,7 +9,7 @@
 //! invariants, and [`Plan::for_each_move`] runs it without compiling anything, which is how the
 //! tests prove a plan moves every element exactly once.
 //!
-//! Most pairs give one region; a dim whose extent is not a whole number of tiles (padding) adds a
+//! Most pairs give one region, and a pair of empty layouts (an extent of 0) none; a dim whose extent is not a whole number of tiles (padding) adds a
 //! region per partial tile, and large contiguous copies are split so that threads can share
 //! them. Dims whose digits do not refine (incompatible splits, fused XLA/TVM sources) are
 //! iterated by an [`Indexed`] loop that evaluates their offsets with division and modulo; every
@@ -90,6 +90,17 @@ impl Plan {
             )));
         }
         check_pair(src, dst)?;
+        if src.is_empty() {
+            // An empty tensor: nothing to move, no buffer to touch (both cosizes are 0).
+            return Ok(Plan {
+                elem_size,
+                src_len: src.cosize(),
+                dst_len: dst.cosize(),
+                elements: 0,
+                target,
+                regions: Vec::new(),
+            });
+        }
         let rank = src.rank();
         let mut boxes: Vec<Option<Vec<refine::DimBox>>> =
             (0..rank).map(|d| refine::refine_dim(src, dst, d)).collect();

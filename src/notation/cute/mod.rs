@@ -13,6 +13,11 @@
 //! Shape and stride must be *congruent* (the same nesting) and every shape entry at least 1.
 //! Strides may be zero (broadcast) or negative.
 //!
+//! A shape entry of 0 is an empty tensor, as in CuTe: [`Layout::parse`] takes `cute:(0,4):(4,1)`
+//! (or a bare `cute:(0,4)`) as the layout of 0 elements of shape `[0, 4]`, with no offsets and a
+//! buffer of 0 elements. [`CuteLayout`], the type of the layout algebra, keeps every entry at
+//! least 1 (its operations divide by them) and rejects such text.
+//!
 //! A bare shape without `:stride` means CuTe's `make_layout(shape)`: `LayoutLeft`, the
 //! generalized column-major layout whose strides are the exclusive prefix products of the
 //! flattened shape, with size-1 modes given stride 0 (CuTe does that for static size-1 modes;
@@ -59,7 +64,10 @@ const NOTATION: &str = "cute";
 
 /// Parses cute layout text that starts `column_offset` characters into the user's input.
 pub(crate) fn parse_layout(text: &str, column_offset: usize) -> Result<Parsed> {
-    let layout = parse_cute_layout(text, column_offset)?.to_layout()?;
+    let layout = match parse_empty(text, column_offset)? {
+        Some(layout) => layout,
+        None => parse_cute_layout(text, column_offset)?.to_layout()?,
+    };
     Ok(Parsed {
         layout,
         dtype: None,
@@ -413,11 +421,22 @@ impl FromStr for CuteLayout {
 /// The first problem of a shape on its own, as (token index, message): an entry below 1 or an
 /// empty tuple.
 fn shape_defect(shape: &IntTuple) -> Option<(usize, String)> {
+    shape_defect_from(shape, 1)
+}
+
+/// [`shape_defect`] with `least` the smallest entry allowed (0 for an empty layout's shape).
+fn shape_defect_from(shape: &IntTuple, least: i64) -> Option<(usize, String)> {
     shape
         .tokens()
         .enumerate()
         .find_map(|(i, token)| match token {
-            Token::Int(v) if v < 1 => {
+            Token::Int(0) if least > 0 => Some((
+                i,
+                "shape entries of the layout algebra must be at least 1, found 0 (an empty \
+                 layout is a Layout, not a CuteLayout)"
+                    .to_string(),
+            )),
+            Token::Int(v) if v < least => {
                 Some((i, format!("shape entries must be at least 1, found {v}")))
             }
             Token::Open(0) => Some((i, "a tuple needs at least one entry".to_string())),
@@ -513,6 +532,53 @@ fn mode_tuple(values: Vec<i64>) -> IntTuple {
         [v] => IntTuple::Int(*v),
         _ => IntTuple::Tuple(values.into_iter().map(IntTuple::Int).collect()),
     }
+}
+
+/// An empty tensor's layout: text whose shape has an entry of 0, lowered straight to the empty
+/// canonical layout whose dims are the top-level modes (each of extent the product of its
+/// entries, so 0 where an entry is 0). `None` for any other text, which the ordinary parser
+/// takes (and reports the errors of); an error for an empty layout that is malformed.
+fn parse_empty(text: &str, column_offset: usize) -> Result<Option<Layout>> {
+    let mut cursor = Cursor::new(NOTATION, text, column_offset);
+    let mut shape_at = Vec::new();
+    let Ok(shape) = int_tuple(&mut cursor, &mut shape_at) else {
+        return Ok(None);
+    };
+    let leaves = shape.leaves();
+    if !leaves.contains(&0) || leaves.iter().any(|&v| v < 0) {
+        return Ok(None);
+    }
+    if let Some((i, message)) = shape_defect_from(&shape, 0) {
+        return Err(cursor.error_at(shape_at[i], &message));
+    }
+    if cursor.eat(':') {
+        let mut stride_at = Vec::new();
+        let stride = int_tuple(&mut cursor, &mut stride_at)?;
+        if let Some((i, message)) = congruence_defect(&shape, &stride) {
+            return Err(cursor.error_at(stride_at[i], &message));
+        }
+    }
+    cursor.expect_end()?;
+    let modes = match &shape {
+        IntTuple::Int(n) => vec![*n],
+        IntTuple::Tuple(items) => items
+            .iter()
+            .map(|mode| {
+                let entries = mode.leaves();
+                match entries.contains(&0) {
+                    true => Some(0),
+                    false => entries.iter().try_fold(1i64, |a, &n| a.checked_mul(n)),
+                }
+            })
+            .collect::<Option<Vec<i64>>>()
+            .ok_or_else(|| Error::Overflow(format!("the size of a mode of {shape} overflows")))?,
+    };
+    crate::layout::check_rank(modes.len())?;
+    let dims: Vec<usize> = modes
+        .iter()
+        .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
+        .collect();
+    Layout::new(&dims, Vec::new()).map(Some)
 }
 
 /// Parses a whole layout (see the module docs for the grammar).

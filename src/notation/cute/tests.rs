@@ -247,7 +247,13 @@ fn parse_errors_name_the_column() {
         column_of(Layout::parse("cute:(2,4):(1,x)").unwrap_err()),
         15
     );
-    assert_eq!(column_of(Layout::parse("moye:(2, 0)").unwrap_err()), 10);
+    assert_eq!(column_of(Layout::parse("moye:(2, -1)").unwrap_err()), 10);
+    // An empty layout is a Layout, but malformed empty text still names its column.
+    assert!(Layout::parse("moye:(2, 0)").unwrap().is_empty());
+    assert_eq!(
+        column_of(Layout::parse("moye:(0, 2):(1, 2) x").unwrap_err()),
+        20
+    );
     let message = CuteLayout::parse("(2,(2,2)):(4,2,1)")
         .unwrap_err()
         .to_string();

@@ -179,7 +179,7 @@ impl MorelloLayout {
         }
         if let Some(d) = shape.iter().position(|&n| n == 0) {
             return Err(invalid(format!(
-                "dimension {d} has extent 0; every extent must be at least 1"
+                "dimension {d} has extent 0; Morello has no empty tensors, so every extent must be at least 1"
             )));
         }
         let open = Coverage::Open {

@@ -144,7 +144,9 @@ pub struct TvmMap {
 impl TvmMap {
     /// A map over `shape` whose parameter `params[d]` is the index of dimension `d`.
     ///
-    /// Fails with [`Error::InvalidLayout`] when the ranks differ, an extent is 0, a name is not
+    /// An extent of 0 is an empty tensor (see [`TvmMap::to_layout`]).
+    ///
+    /// Fails with [`Error::InvalidLayout`] when the ranks differ, a name is not
     /// a Python identifier or repeats, or an output reads a dimension outside the shape, and
     /// with [`Error::Unsupported`] for expressions nested deeper than 200 operations and for
     /// more than [`crate::layout::MAX_RANK`] dimensions or outputs.
@@ -162,11 +164,6 @@ impl TvmMap {
                 "the index map has {} parameters but the shape {shape:?} has {} dimensions",
                 params.len(),
                 shape.len()
-            )));
-        }
-        if let Some(d) = shape.iter().position(|&n| n == 0) {
-            return Err(Error::InvalidLayout(format!(
-                "dimension {d} of {shape:?} has extent 0; every extent must be at least 1"
             )));
         }
         check_names(&params)?;
@@ -211,8 +208,15 @@ impl TvmMap {
     /// The shape of the transformed buffer, as TVM's `IndexMap.map_shape` infers it.
     ///
     /// Fails with [`Error::InvalidLayout`] when an output's range does not start at 0 (TVM
-    /// checks that too) and [`Error::Unsupported`] when no range can be inferred.
+    /// checks that too) and [`Error::Unsupported`] when no range can be inferred, which includes
+    /// maps over an empty shape (an extent of 0: no index, so no range).
     pub fn final_shape(&self) -> Result<Vec<usize>> {
+        if self.shape.contains(&0) {
+            return Err(Error::Unsupported(format!(
+                "the final shape of an index map over the empty shape {:?}",
+                self.shape
+            )));
+        }
         iter_map::output_ranges(&self.shape, &self.outputs)
             .into_iter()
             .enumerate()
@@ -226,7 +230,13 @@ impl TvmMap {
     /// Fails with [`Error::Unsupported`] for maps that are not sums of mixed-radix digits of
     /// the indices (products of indices, divisions by indices, `(i % 6) // 4`, …) and with
     /// [`Error::InvalidLayout`] for maps that are not injective or leave the final shape.
+    ///
+    /// A map over a shape with an extent of 0 maps no index: it lowers to the empty layout of
+    /// that shape (no offsets, a buffer of 0 elements), whatever its outputs.
     pub fn to_layout(&self) -> Result<Layout> {
+        if self.shape.contains(&0) {
+            return Layout::from_parts(&self.shape, Vec::new(), 0, Some(0));
+        }
         let lowering = affine::Lowering::new(&self.shape, &self.params);
         let outputs = self
             .outputs
