@@ -629,3 +629,32 @@ fn tuning_choices_are_saved_and_loaded() {
     assert!(matches!(err, Error::Io(_)), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn few_channel_unzips_stream_their_strips() {
+    use relayout::plan::{Kernel, Plan, UnzipWrite};
+    // NHWC -> NCHW with 3 channels over 8 MiB: the strips (one per channel plane) are unzipped
+    // a chunk at a time into the staging buffer and streamed out as three rows; a plane that is
+    // not a whole number of chunks, and one element past a vector, end each batch.
+    for (hw, elem) in [(174_763, 4), (700_001, 1), (350_003, 2)] {
+        let nhwc = Layout::ordered(&[4, 3, hw], &[0, 2, 1]).unwrap();
+        let nchw = Layout::row_major(&[4, 3, hw]).unwrap();
+        let plan = Plan::new(&nhwc, &nchw, elem).unwrap();
+        assert!(
+            plan.regions().iter().any(|r| matches!(
+                r.kernel,
+                Kernel::Unzip {
+                    write: UnzipWrite::StreamedStrips,
+                    ..
+                }
+            )),
+            "{plan}"
+        );
+        common::check_plan_moves_of(&plan, &nhwc, &nchw);
+        match elem {
+            1 => check_pair_as::<u8>(&nhwc, &nchw, None),
+            2 => check_pair_as::<u16>(&nhwc, &nchw, None),
+            _ => check_pair_as::<u32>(&nhwc, &nchw, None),
+        }
+    }
+}

@@ -70,6 +70,10 @@ impl Emitter<'_> {
                 tile,
                 write: UnzipWrite::StreamedRun { steps },
             } => self.staged_run(steps, tile.elements(), Strips::Deinterleave, tile, s, d),
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::StreamedStrips,
+            } => self.staged_strips(tile, s, d),
         }
     }
 
@@ -213,6 +217,29 @@ impl Emitter<'_> {
         }
         let routine = self.stream_routine();
         self.stream_copy(routine, SINGLE, steps.extent * block, stage, d);
+    }
+
+    /// An unzip into the staging buffer, one row of `long.extent` elements per strip, then the
+    /// rows out to their strips' places in the destination by one call of the streaming routine.
+    fn staged_strips(&mut self, tile: ZipTile, s: Value, d: Value) {
+        let slot = self.stage_slot();
+        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
+        let row = tile.long.extent;
+        let into_stage = ZipTile {
+            short: Loop {
+                dst_stride: row as i64,
+                ..tile.short
+            },
+            ..tile
+        };
+        self.zip(into_stage, Strips::Deinterleave, s, stage);
+        let rows = Loop {
+            extent: tile.short.extent,
+            src_stride: row as i64,
+            dst_stride: tile.short.dst_stride,
+        };
+        let routine = self.stream_routine();
+        self.stream_copy(routine, rows, row, stage, d);
     }
 
     /// Copies `rows.extent` runs of `len` elements, each `rows` strides after the last, with one

@@ -105,6 +105,13 @@ impl Nest<'_, '_> {
                 write: ZipWrite::StreamedTile,
                 ..
             } => self.line(format_args!("{}", staged(Flush::Streamed, 1)))?,
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::StreamedStrips,
+            } => self.line(format_args!(
+                "{}",
+                staged(Flush::Streamed, tile.short.extent)
+            ))?,
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),

@@ -208,6 +208,10 @@ pub enum UnzipWrite {
         /// The steps staged together.
         steps: Loop,
     },
+    /// The strips into the staging buffer, one row of `long.extent` elements per strip, then
+    /// streamed out by one call as `short.extent` rows `short.dst_stride` apart: for strips
+    /// that land far apart (planes of NCHW from few-channel NHWC).
+    StreamedStrips,
 }
 
 impl Kernel {
@@ -232,6 +236,10 @@ impl Kernel {
             Kernel::Zip {
                 tile,
                 write: ZipWrite::StreamedTile,
+            }
+            | Kernel::Unzip {
+                tile,
+                write: UnzipWrite::StreamedStrips,
             } => tile.elements(),
             Kernel::Zip {
                 tile,
@@ -260,7 +268,7 @@ impl Kernel {
                 write: ZipWrite::StreamedTile | ZipWrite::StreamedRun { .. },
                 ..
             } | Kernel::Unzip {
-                write: UnzipWrite::StreamedRun { .. },
+                write: UnzipWrite::StreamedRun { .. } | UnzipWrite::StreamedStrips,
                 ..
             }
         )
@@ -291,7 +299,7 @@ impl UnzipWrite {
     /// The steps staged together, or a single step.
     pub fn steps(&self) -> Loop {
         match *self {
-            UnzipWrite::InPlace => SINGLE,
+            UnzipWrite::InPlace | UnzipWrite::StreamedStrips => SINGLE,
             UnzipWrite::StreamedRun { steps } => steps,
         }
     }

@@ -86,6 +86,21 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
             let blocking = cx.tactics.tiling.blocking(row_bytes, cx.target);
             block_transpose(region, tile, blocking, cx)
         }
+        Kernel::Unzip { tile, write }
+            if cx.streams_runs() && tile.elements() * elem_size > ZIP_CHUNK_BYTES =>
+        {
+            // Whole lines of each strip per chunk, so that consecutive chunks stream whole
+            // lines of every strip.
+            let line = (cx.target.line_bytes / elem_size).max(lanes);
+            let row = (ZIP_CHUNK_BYTES / (tile.short.extent * elem_size) / line).max(1) * line;
+            split_tile_loop(region, tile.long, row, |extent| Kernel::Unzip {
+                tile: ZipTile {
+                    long: tile.long.with_extent(extent),
+                    ..tile
+                },
+                write,
+            })
+        }
         Kernel::Zip { tile, write }
             if cx.streams_runs() && tile.elements() * elem_size > ZIP_CHUNK_BYTES =>
         {
@@ -116,10 +131,11 @@ fn streams_copy(len: usize, cx: Context) -> bool {
     cx.streams_runs() && len * cx.elem_size >= cx.target.line_bytes
 }
 
-/// How copies and zips write, where [`stage_runs`] and [`block_transpose`] have not decided it:
-/// copies of a cache line or more into large destinations stream (the runs of the copy's
-/// innermost loop, unless that is the outer work loop that threads split, as the rows of one
-/// call), and so do zips of long interleaved runs, through the staging buffer.
+/// How copies, zips and unzips write, where [`stage_runs`] and [`block_transpose`] have not
+/// decided it: copies of a cache line or more into large destinations stream (the runs of the
+/// copy's innermost loop, unless that is the outer work loop that threads split, as the rows of
+/// one call), and so do zips of long interleaved runs, and unzips whose strips are a cache line
+/// or more, through the staging buffer (an unzip's strips as rows of one call).
 fn choose_writes(mut region: Region, cx: Context) -> Region {
     region.kernel = match region.kernel {
         Kernel::Copy {
@@ -145,6 +161,19 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
             Kernel::Zip {
                 tile,
                 write: ZipWrite::StreamedTile,
+            }
+        }
+        Kernel::Unzip {
+            tile,
+            write: UnzipWrite::InPlace,
+        } if cx.streams_runs()
+            && tile.elements() * cx.elem_size >= STREAM_ZIP_MIN_BYTES
+            && tile.long.extent * cx.elem_size >= cx.target.line_bytes
+            && cx.fits(tile.elements() * cx.elem_size) =>
+        {
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::StreamedStrips,
             }
         }
         kernel => kernel,
