@@ -70,6 +70,10 @@ pub enum Error {
     /// element type.
     #[error("element type mismatch: {0}")]
     ElementType(String),
+    /// A conversion that cannot be done: a type without numeric values, a scale that is not
+    /// finite, a pad value that is not a destination element.
+    #[error("conversion: {0}")]
+    Conversion(String),
     /// Source and destination buffers overlap. Front ends that are handed two buffers from
     /// outside Rust return it (the Python bindings, for an `out=` array that overlaps the
     /// input); the Rust API cannot meet it, since a `&[T]` and a `&mut [T]` never overlap and

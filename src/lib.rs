@@ -92,6 +92,7 @@
 
 pub mod algebra;
 mod codegen;
+pub mod convert;
 mod dtype;
 mod engine;
 mod error;
@@ -110,6 +111,7 @@ mod target;
 mod tune;
 pub mod tuning;
 
+pub use convert::Conversion;
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use layout::{Coords, Digit, Layout, Source};

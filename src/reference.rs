@@ -4,8 +4,10 @@
 //! is written to be obviously correct: for every logical coordinate `x`,
 //! `dst[dst.index(x)] = src[src.index(x)]`, with each offset evaluated from the digits.
 
+use crate::convert::Conversion;
 use crate::error::{Error, Result};
 use crate::layout::{check_pair, for_each_coord, Layout};
+use crate::relayout::Element;
 
 /// Copies every element of `src` (laid out by `src_layout`) to its place in `dst` (laid out by
 /// `dst_layout`). With `pad = Some(v)`, every slot of the destination buffer that holds no element
@@ -43,6 +45,60 @@ pub fn relayout<T: Copy>(
         let from = (src_layout.offset_unchecked(x) - src_start) as usize;
         let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
         dst[to] = src[from];
+    });
+    Ok(())
+}
+
+/// [`relayout`] with every element converted on the way by `conversion` (its rules are in
+/// [`crate::convert`]): `src` holds elements of the conversion's source type, `dst` of its
+/// destination type (as their bits in any [`Element`] of that size). With `pad = Some(v)`,
+/// padding is set to `v`, a destination element.
+///
+/// ```
+/// use relayout::{reference::relayout_converted, Conversion, DType, Layout};
+///
+/// let src = Layout::row_major(&[2, 2])?;
+/// let dst = Layout::col_major(&[2, 2])?;
+/// let to_u8 = Conversion::new(DType::F32, DType::U8)?;
+/// let mut b = [0u8; 4];
+/// relayout_converted(&src, &[0.5f32, 1.5, -3.0, 300.0], &dst, &mut b, to_u8, None)?;
+/// assert_eq!(b, [0, 0, 2, 255]); // to nearest even, saturated
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn relayout_converted<S: Element, D: Element>(
+    src_layout: &Layout,
+    src: &[S],
+    dst_layout: &Layout,
+    dst: &mut [D],
+    conversion: Conversion,
+    pad: Option<D>,
+) -> Result<()> {
+    for (which, ty, size) in [
+        ("source", conversion.from_type(), std::mem::size_of::<S>()),
+        (
+            "destination",
+            conversion.to_type(),
+            std::mem::size_of::<D>(),
+        ),
+    ] {
+        if ty.size() != size {
+            return Err(Error::ElementType(format!(
+                "{which} elements of {size} bytes for {ty}, of {} bytes",
+                ty.size()
+            )));
+        }
+    }
+    check_pair(src_layout, dst_layout)?;
+    check_len("source", src_layout, src.len())?;
+    check_len("destination", dst_layout, dst.len())?;
+    if let Some(v) = pad {
+        dst[..dst_layout.cosize()].fill(v);
+    }
+    let (src_start, dst_start) = (src_layout.buffer_start(), dst_layout.buffer_start());
+    for_each_coord(src_layout.shape(), |x| {
+        let from = (src_layout.offset_unchecked(x) - src_start) as usize;
+        let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
+        dst[to] = D::from_bits(conversion.apply(src[from].to_bits()));
     });
     Ok(())
 }

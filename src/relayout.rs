@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::convert::Conversion;
 use crate::dtype::DType;
 use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
@@ -62,7 +63,12 @@ pub struct Options {
     elem_size: usize,
     /// The element type named with [`Options::dtype`], checked when compiling.
     dtype: Option<DType>,
+    /// The conversion named with [`Options::convert`], unless it changes nothing.
+    conversion: Option<Conversion>,
     pad_bits: Option<u64>,
+    /// Bytes of the pad value given with [`Options::pad_value`], checked against a converting
+    /// relayout's destination elements when compiling.
+    pad_size: Option<usize>,
     threads: usize,
     min_bytes_per_thread: usize,
     tune: bool,
@@ -76,7 +82,9 @@ impl Default for Options {
         Options {
             elem_size: 4,
             dtype: None,
+            conversion: None,
             pad_bits: None,
+            pad_size: None,
             threads: 1,
             min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
             tune: false,
@@ -108,6 +116,34 @@ impl Options {
         Options {
             elem_size: dtype.size(),
             dtype: Some(dtype),
+            conversion: None,
+            ..self
+        }
+    }
+
+    /// Convert every element on the way, in the kernel itself (one pass over memory): the
+    /// source elements are of `conversion`'s source type, the destination's of its target type,
+    /// and [`Relayout::run`] takes slices of each. Replaces [`Options::dtype`] and
+    /// [`Options::elem_size`]; a pad value ([`Options::pad_value`]) is then a destination
+    /// element. The rules are in [`Conversion`]'s module docs.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, Conversion, DType, Layout, Options};
+    ///
+    /// let src = Layout::row_major(&[2, 2])?;
+    /// let dst = Layout::col_major(&[2, 2])?;
+    /// let to_f64 = Conversion::new(DType::F32, DType::F64)?;
+    /// let r = compile_relayout_with(&src, &dst, Options::new().convert(to_f64))?;
+    /// let mut out = [0.0f64; 4];
+    /// r.run(&[1.5f32, 2.0, -0.0, 1e-40], &mut out)?;
+    /// assert_eq!(out, [1.5, -0.0, 2.0, 1e-40f32 as f64]);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn convert(self, conversion: Conversion) -> Options {
+        Options {
+            elem_size: conversion.from_type().size(),
+            dtype: Some(conversion.from_type()),
+            conversion: (!conversion.is_identity()).then_some(conversion),
             ..self
         }
     }
@@ -117,15 +153,26 @@ impl Options {
         Options {
             elem_size: bytes,
             dtype: None,
+            conversion: None,
             ..self
         }
     }
 
     /// Write `value` to every padding slot of the destination (slots that hold no element);
-    /// also sets the element size to `T`'s.
+    /// also sets the element size to `T`'s, unless the relayout converts
+    /// ([`Options::convert`]): then `value` is a destination element, and compiling fails
+    /// unless `T` is of the destination type's size.
     pub fn pad_value<T: Element>(self, value: T) -> Options {
         let elem_size = std::mem::size_of::<T>();
+        if self.conversion.is_some() {
+            return Options {
+                pad_bits: Some(value.to_bits()),
+                pad_size: Some(elem_size),
+                ..self
+            };
+        }
         Options {
+            pad_size: Some(elem_size),
             elem_size,
             dtype: self.dtype.filter(|d| d.size() == elem_size),
             pad_bits: Some(value.to_bits()),
@@ -301,11 +348,22 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     if let Some(dtype) = options.dtype {
         dtype.elem_size()?;
     }
+    if let Some(c) = options.conversion {
+        c.to_type().elem_size()?;
+        if let Some(size) = options.pad_size.filter(|&s| s != c.to_type().size()) {
+            return Err(Error::Conversion(format!(
+                "a pad value of {size} bytes for {c}: the pad value is a destination element, \
+                 {} bytes",
+                c.to_type().size()
+            )));
+        }
+    }
     let engine = Engine::global();
     let mut request = Request {
         src: src.clone(),
         dst: dst.clone(),
         elem_size: options.elem_size,
+        conversion: options.conversion,
         tactics: Tactics::default(),
         target: options.target,
     };
@@ -317,8 +375,11 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     let remembered = tune.then(|| engine.remembered(&key)).flatten();
     request.tactics = options.tactics.or(remembered).unwrap_or_default();
     let (first, cache_hit) = engine.candidate(&request, options.cache)?;
-    let large =
-        first.plan.dst_len().saturating_mul(options.elem_size) >= options.target.stream_min_bytes;
+    let dst_bytes = first
+        .plan
+        .dst_len()
+        .saturating_mul(first.plan.dst_elem_size());
+    let large = dst_bytes >= options.target.stream_min_bytes;
     let alternatives = if tune && remembered.is_none() && large {
         engine.alternatives(&first, &request, options.cache)?
     } else {
@@ -338,19 +399,29 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
 }
 
 impl Relayout {
-    /// Moves every element of `src` to its place in `dst`.
+    /// Moves every element of `src` to its place in `dst` (converting it, if the relayout
+    /// was compiled with [`Options::convert`]).
     ///
-    /// Fails when `T`'s size is not the compiled element size or a slice is shorter than its
+    /// Fails when `S`'s size is not the compiled source element size or `D`'s not the
+    /// destination's (the same, unless the relayout converts), or a slice is shorter than its
     /// layout's [`Layout::cosize`]. Destination slots that hold no element are left alone, or
     /// set to the pad value of the [`Options`].
-    pub fn run<T: Element>(&self, src: &[T], dst: &mut [T]) -> Result<()> {
+    pub fn run<S: Element, D: Element>(&self, src: &[S], dst: &mut [D]) -> Result<()> {
         let plan = self.plan();
-        if std::mem::size_of::<T>() != plan.elem_size() {
-            return Err(Error::ElementType(format!(
-                "this relayout was compiled for {}-byte elements, called with {}-byte elements",
-                plan.elem_size(),
-                std::mem::size_of::<T>()
-            )));
+        for (which, compiled, called) in [
+            ("source", plan.elem_size(), std::mem::size_of::<S>()),
+            (
+                "destination",
+                plan.dst_elem_size(),
+                std::mem::size_of::<D>(),
+            ),
+        ] {
+            if compiled != called {
+                return Err(Error::ElementType(format!(
+                    "this relayout was compiled for {compiled}-byte {which} elements, called \
+                     with {called}-byte elements"
+                )));
+            }
         }
         for (which, needed, got) in [
             ("source", plan.src_len(), src.len()),
@@ -361,7 +432,7 @@ impl Relayout {
             }
         }
         if let Some(bits) = self.options.pad_bits {
-            dst[..plan.dst_len()].fill(T::from_bits(bits));
+            dst[..plan.dst_len()].fill(D::from_bits(bits));
         }
         // SAFETY: the lengths were checked above; `&[T]` and `&mut [T]` cannot overlap.
         unsafe { self.launch(src.as_ptr().cast(), dst.as_mut_ptr().cast()) };
@@ -449,7 +520,7 @@ impl Relayout {
     }
 
     fn threads_for(&self, plan: &Plan) -> usize {
-        let bytes = plan.dst_len().saturating_mul(plan.elem_size());
+        let bytes = plan.dst_len().saturating_mul(plan.dst_elem_size());
         self.options
             .threads
             .min(plan.work())

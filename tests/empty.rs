@@ -192,7 +192,7 @@ fn an_empty_relayout_plans_to_nothing_and_runs_as_a_no_op() {
         let r = compile_relayout_with(&src, &dst, options).unwrap();
         assert_eq!(r.threads(), 1);
         for _ in 0..4 {
-            r.run::<f32>(&[], &mut []).unwrap();
+            r.run::<f32, f32>(&[], &mut []).unwrap();
         }
         // Longer buffers than the layouts need are left untouched.
         let a = [1.0f32, 2.0];

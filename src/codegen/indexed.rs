@@ -16,13 +16,13 @@ impl Emitter<'_> {
             let q = self.b.ins().udiv_imm_u(flat, inner);
             coords.push(self.b.ins().urem_imm_u(q, n as i64));
         }
-        let src = self.digits_offset(&ix.src, &coords);
-        let dst = self.digits_offset(&ix.dst, &coords);
+        let src = self.digits_offset(&ix.src, &coords, self.src_size);
+        let dst = self.digits_offset(&ix.dst, &coords, self.dst_size);
         (src, dst)
     }
 
     /// `elem_size · Σ stride · (((Σ weight·x + shift) floordiv div) mod modulus)` over `terms`.
-    fn digits_offset(&mut self, terms: &[OffsetTerm], coords: &[Value]) -> Value {
+    fn digits_offset(&mut self, terms: &[OffsetTerm], coords: &[Value], elem_size: i64) -> Value {
         let mut sum = self.b.ins().iconst(types::I64, 0);
         for term in terms {
             let mut v = match term.inputs.as_slice() {
@@ -45,7 +45,7 @@ impl Emitter<'_> {
             if let Some(m) = term.modulus {
                 v = self.floor_mod(v, m as i64, term.nonnegative);
             }
-            let scaled = self.b.ins().imul_imm_s(v, term.stride * self.elem_size);
+            let scaled = self.b.ins().imul_imm_s(v, term.stride * elem_size);
             sum = self.b.ins().iadd(sum, scaled);
         }
         sum

@@ -30,18 +30,23 @@ impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`.
     pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
         match kernel {
-            Kernel::Element => self.move_bytes(s, d, 0, self.elem_size),
+            Kernel::Element => self.element(s, d),
             Kernel::Copy {
                 len,
                 write: CopyWrite::Stored,
-            } => self.copy(s, d, len as i64 * self.elem_size),
+            } => self.copy_elements(s, d, len),
             Kernel::Copy {
                 len,
                 write: CopyWrite::Streamed { rows },
-            } => {
-                let routine = self.stream_routine();
-                self.stream_copy(routine, rows, len, s, d)
-            }
+            } => match self.route {
+                // The planner does not stream converting copies (the routine moves bytes); were
+                // one asked for, the rows are converted and stored.
+                Some(_) => self.fixed_loop(rows, s, d, |e, s, d| e.copy_elements(s, d, len)),
+                None => {
+                    let routine = self.stream_routine();
+                    self.stream_copy(routine, rows, len, s, d)
+                }
+            },
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::InPlace,
@@ -77,6 +82,42 @@ impl Emitter<'_> {
         }
     }
 
+    /// Moves (or converts) the element at `s` to `d`.
+    fn element(&mut self, s: Value, d: Value) {
+        match self.route {
+            Some(route) => self.convert_element(route, s, d),
+            None => self.move_bytes(s, d, 0, self.src_size),
+        }
+    }
+
+    /// Copies (or converts) `len` elements contiguous on both sides. A conversion goes a vector
+    /// of source elements at a time, [`COPY_UNROLL`] vectors per iteration, then element-wise.
+    fn copy_elements(&mut self, s: Value, d: Value, len: usize) {
+        let Some(route) = self.route else {
+            return self.copy(s, d, len as i64 * self.src_size);
+        };
+        let lanes = VECTOR_BYTES / self.src_size as usize;
+        let unroll = COPY_UNROLL as usize;
+        let blocks = Loop::contiguous(len / (lanes * unroll))
+            .stepping(lanes * unroll, len / (lanes * unroll));
+        let block = |e: &mut Self, s: Value, d: Value, vectors: usize| {
+            for i in 0..vectors {
+                let at = (i * lanes) as i64;
+                let (base, offset) = e.address(s, at * e.src_size);
+                let v = e.b.ins().load(types::I8X16, e.flags, base, offset);
+                e.store_converted(route, v, lanes, d, at * e.dst_size);
+            }
+        };
+        self.fixed_loop(blocks, s, d, |e, s, d| block(e, s, d, unroll));
+        let done = blocks.extent * lanes * unroll;
+        let (s, d) = self.advance(s, d, (done as i64, done as i64));
+        block(self, s, d, (len - done) / lanes);
+        let done_vectors = (len - done) / lanes * lanes;
+        let (s, d) = self.advance(s, d, (done_vectors as i64, done_vectors as i64));
+        let rest = Loop::contiguous(len - done - done_vectors);
+        self.nest(&[rest], Kernel::Element, s, d);
+    }
+
     /// Straight-line copy of `bytes` bytes at byte offset `at`: 16-byte vectors, then 8/4/2/1.
     fn move_bytes(&mut self, s: Value, d: Value, mut at: i64, mut bytes: i64) {
         for (width, ty) in [
@@ -108,8 +149,8 @@ impl Emitter<'_> {
         let block = VECTOR_BYTES as i64 * COPY_UNROLL;
         let blocks = Loop {
             extent: (bytes / block) as usize,
-            src_stride: block / self.elem_size,
-            dst_stride: block / self.elem_size,
+            src_stride: block / self.src_size,
+            dst_stride: block / self.dst_size,
         };
         self.fixed_loop(blocks, s, d, |e, s, d| e.move_bytes(s, d, 0, block));
         let done = bytes / block * block;
@@ -147,7 +188,7 @@ impl Emitter<'_> {
         let rest_a = a.with_extent(a.extent % lanes);
         if rest_a.extent > 0 && whole_b > 0 {
             let done = (whole_a * lanes) as i64;
-            let (s, d) = (self.advance(s, done), self.advance(d, done * a.dst_stride));
+            let (s, d) = self.advance(s, d, (done, done * a.dst_stride));
             self.nest(
                 &[rest_a, b.with_extent(whole_b * lanes)],
                 Kernel::Element,
@@ -158,7 +199,7 @@ impl Emitter<'_> {
         let rest_b = b.with_extent(b.extent % lanes);
         if rest_b.extent > 0 {
             let done = (whole_b * lanes) as i64;
-            let (s, d) = (self.advance(s, done * b.src_stride), self.advance(d, done));
+            let (s, d) = self.advance(s, d, (done * b.src_stride, done));
             self.nest(&[rest_b, a], Kernel::Element, s, d);
         }
     }
@@ -184,16 +225,16 @@ impl Emitter<'_> {
             src_stride: row,
             dst_stride: a.dst_stride,
         };
-        match flush {
+        self.flushing(|e| match flush {
             Flush::Streamed => {
-                let routine = self.stream_routine();
-                self.stream_copy(routine, rows, b.extent, stage, d)
+                let routine = e.stream_routine();
+                e.stream_copy(routine, rows, b.extent, stage, d)
             }
             Flush::Copied => {
-                let row_bytes = row * self.elem_size;
-                self.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
+                let row_bytes = row * e.dst_size;
+                e.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
             }
-        }
+        });
     }
 
     /// The zips or unzips of `steps` (a single one for [`SINGLE`]) into the staging buffer,
@@ -215,8 +256,10 @@ impl Emitter<'_> {
             1 => self.zip(tile, strips, s, stage),
             _ => self.fixed_loop(steps, s, stage, |e, s, d| e.zip(tile, strips, s, d)),
         }
-        let routine = self.stream_routine();
-        self.stream_copy(routine, SINGLE, steps.extent * block, stage, d);
+        self.flushing(|e| {
+            let routine = e.stream_routine();
+            e.stream_copy(routine, SINGLE, steps.extent * block, stage, d);
+        });
     }
 
     /// An unzip into the staging buffer, one row of `long.extent` elements per strip, then the
@@ -238,8 +281,10 @@ impl Emitter<'_> {
             src_stride: row as i64,
             dst_stride: tile.short.dst_stride,
         };
-        let routine = self.stream_routine();
-        self.stream_copy(routine, rows, row, stage, d);
+        self.flushing(|e| {
+            let routine = e.stream_routine();
+            e.stream_copy(routine, rows, row, stage, d);
+        });
     }
 
     /// Copies `rows.extent` runs of `len` elements, each `rows` strides after the last, with one
@@ -249,9 +294,9 @@ impl Emitter<'_> {
     fn stream_copy(&mut self, routine: FuncRef, rows: Loop, len: usize, s: Value, d: Value) {
         let shape = [
             rows.extent as i64,
-            len as i64 * self.elem_size,
-            rows.src_stride * self.elem_size,
-            rows.dst_stride * self.elem_size,
+            len as i64 * self.dst_size,
+            rows.src_stride * self.src_size,
+            rows.dst_stride * self.dst_size,
         ];
         self.call_stream_rows(routine, s, d, shape);
     }
@@ -269,12 +314,12 @@ impl Emitter<'_> {
     /// One register tile: row `i` (`lanes` elements along `a`) loads from `s + i·b.src_stride`;
     /// after the transpose, column `j` stores to `d + j·a.dst_stride`.
     fn transpose_tile(&mut self, a: Loop, b: Loop, lanes: usize, s: Value, d: Value) {
-        let network = Network::transpose(lanes, self.elem_size as usize);
+        let network = Network::transpose(lanes, self.src_size as usize);
         let dst_of = |i: usize, e: usize| e as i64 * a.dst_stride + i as i64;
         let tile = Tile {
             network: &network,
             load_at: (0..lanes as i64)
-                .map(|i| i * b.src_stride * self.elem_size)
+                .map(|i| i * b.src_stride * self.src_size)
                 .collect(),
             dst_of: &dst_of,
         };
@@ -287,7 +332,7 @@ impl Emitter<'_> {
         let ZipTile { short, long, lanes } = tile;
         let unzip = strips == Strips::Deinterleave;
         let k = short.extent;
-        let elem = self.elem_size as usize;
+        let elem = self.src_size as usize;
         let (network, load_at): (Network, Vec<i64>) = if unzip {
             let run = (lanes * elem) as i64;
             (
@@ -295,7 +340,7 @@ impl Emitter<'_> {
                 (0..k as i64).map(|i| i * run).collect(),
             )
         } else {
-            let strip = short.src_stride * self.elem_size;
+            let strip = short.src_stride * self.src_size;
             (
                 Network::zip(k, elem),
                 (0..k as i64).map(|i| i * strip).collect(),
@@ -321,8 +366,7 @@ impl Emitter<'_> {
         };
         if groups.extent <= MAX_UNROLLED_TILES {
             for g in 0..groups.extent as i64 {
-                let s = self.advance(s, g * groups.src_stride);
-                let d = self.advance(d, g * groups.dst_stride);
+                let (s, d) = self.advance(s, d, (g * groups.src_stride, g * groups.dst_stride));
                 self.shuffle_tile(&tile, s, d);
             }
         } else {
@@ -331,8 +375,7 @@ impl Emitter<'_> {
         let rest = long.with_extent(long.extent % lanes);
         if rest.extent > 0 {
             let done = (groups.extent * lanes) as i64;
-            let s = self.advance(s, done * long.src_stride);
-            let d = self.advance(d, done * long.dst_stride);
+            let (s, d) = self.advance(s, d, (done * long.src_stride, done * long.dst_stride));
             self.nest(&[rest, short], Kernel::Element, s, d);
         }
     }

@@ -46,8 +46,7 @@ impl Emitter<'_> {
         let [i, s, d] = [0, 1, 2].map(|k| self.b.block_params(head)[k]);
         body(self, i, s, d);
         let i = self.b.ins().iadd_imm_s(i, 1);
-        let s = self.advance(s, strides.0);
-        let d = self.advance(d, strides.1);
+        let (s, d) = self.advance(s, d, strides);
         let more = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
         let args = [i, s, d].map(BlockArg::Value);
         self.b.ins().brif(more, head, &args, exit, &[]);

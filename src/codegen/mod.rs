@@ -12,6 +12,7 @@
 //! for it. The code generator compiles plans for 16-byte vectors only
 //! ([`CRANELIFT_VECTOR_BYTES`]); the JIT refuses others before it gets here.
 
+mod convert;
 mod indexed;
 mod kernels;
 mod loops;
@@ -69,7 +70,9 @@ pub(crate) fn build(
     let [src, dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
     let mut e = Emitter {
         b,
-        elem_size: plan.elem_size() as i64,
+        src_size: plan.elem_size() as i64,
+        dst_size: plan.dst_elem_size() as i64,
+        route: plan.conversion().map(convert::Route::of),
         flags: MemFlagsData::new().with_notrap(),
         stage_bytes: plan.stage_bytes().unwrap_or(0),
         stage: None,
@@ -91,7 +94,13 @@ pub(crate) fn build(
 /// The state of one function being emitted: the builder, and what the function holds once.
 pub(crate) struct Emitter<'a> {
     b: FunctionBuilder<'a>,
-    elem_size: i64,
+    /// Bytes of an element behind the source pointers (while a staged block is flushed, the
+    /// staging buffer, which holds destination elements).
+    src_size: i64,
+    /// Bytes of an element behind the destination pointers.
+    dst_size: i64,
+    /// How elements convert on the way (none while a staged block is flushed).
+    route: Option<convert::Route>,
     flags: MemFlagsData,
     /// Bytes of the staging buffer: the plan's largest staged block.
     stage_bytes: usize,
@@ -141,19 +150,35 @@ impl Emitter<'_> {
         self.b.ins().smin(low, top)
     }
 
-    /// `base + elements · elem_size` as an address.
-    fn advance(&mut self, base: Value, elements: i64) -> Value {
-        if elements == 0 {
+    /// The source and destination pointers `s` and `d` moved on by `elements.0` source and
+    /// `elements.1` destination elements.
+    fn advance(&mut self, s: Value, d: Value, elements: (i64, i64)) -> (Value, Value) {
+        let s = self.offset(s, elements.0 * self.src_size);
+        let d = self.offset(d, elements.1 * self.dst_size);
+        (s, d)
+    }
+
+    /// `base + bytes` as an address.
+    fn offset(&mut self, base: Value, bytes: i64) -> Value {
+        if bytes == 0 {
             base
         } else {
-            self.b.ins().iadd_imm_s(base, elements * self.elem_size)
+            self.b.ins().iadd_imm_s(base, bytes)
         }
+    }
+
+    /// Runs `f` with both pointers reading and writing destination elements as they are: how a
+    /// staged block leaves the staging buffer.
+    fn flushing(&mut self, f: impl FnOnce(&mut Self)) {
+        let (src_size, route) = (self.src_size, self.route.take());
+        self.src_size = self.dst_size;
+        f(self);
+        (self.src_size, self.route) = (src_size, route);
     }
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
-        let s = self.advance(src, region.src_base);
-        let d = self.advance(dst, region.dst_base);
+        let (s, d) = self.advance(src, dst, (region.src_base, region.dst_base));
         match (&region.indexed, region.loops.split_first()) {
             (Some(ix), _) => self.counted_loop(lo, hi, s, d, (0, 0), |e, i, s, d| {
                 let (so, doff) = e.indexed_offsets(ix, i);
@@ -161,8 +186,8 @@ impl Emitter<'_> {
                 e.nest(&region.loops, region.kernel, s, d);
             }),
             (None, Some((outer, inner))) => {
-                let s = self.scaled_start(s, lo, outer.src_stride);
-                let d = self.scaled_start(d, lo, outer.dst_stride);
+                let s = self.scaled_start(s, lo, outer.src_stride * self.src_size);
+                let d = self.scaled_start(d, lo, outer.dst_stride * self.dst_size);
                 let strides = (outer.src_stride, outer.dst_stride);
                 self.counted_loop(lo, hi, s, d, strides, |e, _, s, d| {
                     e.nest(inner, region.kernel, s, d)
@@ -174,9 +199,9 @@ impl Emitter<'_> {
         }
     }
 
-    /// `base + lo · stride · elem_size`.
-    fn scaled_start(&mut self, base: Value, lo: Value, stride: i64) -> Value {
-        let step = self.b.ins().imul_imm_s(lo, stride * self.elem_size);
+    /// `base + lo · stride_bytes`.
+    fn scaled_start(&mut self, base: Value, lo: Value, stride_bytes: i64) -> Value {
+        let step = self.b.ins().imul_imm_s(lo, stride_bytes);
         self.b.ins().iadd(base, step)
     }
 }

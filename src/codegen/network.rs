@@ -278,7 +278,7 @@ impl Emitter<'_> {
     /// Loads the tile's registers from `s`, runs the network, and stores each output register
     /// where its first element belongs (the network guarantees its lanes are consecutive there).
     pub(super) fn shuffle_tile(&mut self, tile: &Tile, s: Value, d: Value) {
-        let elem = self.elem_size as usize;
+        let elem = self.src_size as usize;
         let mut regs: Vec<Value> = tile
             .load_at
             .iter()
@@ -297,17 +297,23 @@ impl Emitter<'_> {
             regs = next;
         }
         let outputs = tile.network.outputs.iter().map(|&o| regs[o]);
+        let lanes = VECTOR_BYTES / elem;
         for (reg, bytes) in outputs.zip(tile.network.simulate()) {
             let (r, b) = bytes[0];
-            let at = (tile.dst_of)(r, b / elem) * self.elem_size;
-            let (base, offset) = self.address(d, at);
-            self.b.ins().store(self.flags, reg, base, offset);
+            let at = (tile.dst_of)(r, b / elem) * self.dst_size;
+            match self.route {
+                Some(route) => self.store_converted(route, reg, lanes, d, at),
+                None => {
+                    let (base, offset) = self.address(d, at);
+                    self.b.ins().store(self.flags, reg, base, offset);
+                }
+            }
         }
     }
 
     /// `base + bytes` as a base and the immediate offset of a load or store (which holds 32 bits;
     /// larger offsets are added to the base).
-    fn address(&mut self, base: Value, bytes: i64) -> (Value, i32) {
+    pub(super) fn address(&mut self, base: Value, bytes: i64) -> (Value, i32) {
         match i32::try_from(bytes) {
             Ok(offset) => (base, offset),
             Err(_) => (self.b.ins().iadd_imm_s(base, bytes), 0),
@@ -348,7 +354,7 @@ impl Emitter<'_> {
     }
 
     /// Reinterprets a vector's bits as another vector type of the same width.
-    fn bitcast(&mut self, ty: Type, v: Value) -> Value {
+    pub(super) fn bitcast(&mut self, ty: Type, v: Value) -> Value {
         if self.b.func.dfg.value_type(v) == ty {
             return v;
         }
@@ -356,7 +362,7 @@ impl Emitter<'_> {
         self.b.ins().bitcast(ty, flags, v)
     }
 
-    fn shuffle_mask(&mut self, bytes: &[u8; VECTOR_BYTES]) -> Immediate {
+    pub(super) fn shuffle_mask(&mut self, bytes: &[u8; VECTOR_BYTES]) -> Immediate {
         self.b.func.dfg.immediates.push(bytes.to_vec().into())
     }
 }

@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use bounded::BoundedMap;
 
+use crate::convert::Conversion;
 use crate::error::Result;
 use crate::jit::{self, Compiled};
 use crate::layout::Layout;
@@ -39,6 +40,8 @@ pub(crate) struct Request {
     pub src: Layout,
     pub dst: Layout,
     pub elem_size: usize,
+    /// The conversion of each element, if the types differ (then `elem_size` is the source's).
+    pub conversion: Option<Conversion>,
     pub tactics: Tactics,
     pub target: Target,
 }
@@ -96,13 +99,13 @@ impl Engine {
             }
         }
         let start = Instant::now();
-        let plan = Arc::new(Plan::with_tactics(
-            &request.src,
-            &request.dst,
-            request.elem_size,
-            request.tactics,
-            request.target,
-        )?);
+        let (src, dst) = (&request.src, &request.dst);
+        let plan = Arc::new(match request.conversion {
+            None => {
+                Plan::with_tactics(src, dst, request.elem_size, request.tactics, request.target)
+            }
+            Some(c) => Plan::converting(src, dst, c, request.tactics, request.target),
+        }?);
         if use_cache {
             lock(&self.plans).insert(request.clone(), plan.clone());
         }
@@ -237,6 +240,7 @@ mod tests {
             src: Layout::row_major(&[32, 48]).unwrap(),
             dst: Layout::col_major(&[32, 48]).unwrap(),
             elem_size: 4,
+            conversion: None,
             tactics,
             target: Target::host(),
         }

@@ -11,10 +11,13 @@ use super::ir::{
 impl fmt::Display for Plan {
     /// The loop nest as text, one region after another.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.conversion {
+            None => write!(f, "plan: {}-byte elements", self.elem_size)?,
+            Some(c) => write!(f, "plan: {c} elements, converted in registers")?,
+        }
         writeln!(
             f,
-            "plan: {}-byte elements, src {} elements, dst {} elements, {} region(s), work {}",
-            self.elem_size,
+            ", src {} elements, dst {} elements, {} region(s), work {}",
             self.src_len,
             self.dst_len,
             self.regions.len(),
@@ -54,7 +57,6 @@ impl Nest<'_, '_> {
     }
 
     fn region(&mut self, plan: &Plan, region: &Region) -> fmt::Result {
-        let elem_size = plan.elem_size;
         if let Some(ix) = &region.indexed {
             let show = |terms: &[OffsetTerm]| {
                 terms
@@ -75,7 +77,7 @@ impl Nest<'_, '_> {
             self.open(l)?;
         }
         let staged = |flush: Flush, runs: usize| {
-            let bytes = region.stage_bytes(elem_size).unwrap_or(0);
+            let bytes = region.stage_bytes(plan.dst_elem_size()).unwrap_or(0);
             let how = match flush {
                 Flush::Streamed => "streamed",
                 Flush::Copied => "copied",

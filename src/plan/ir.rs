@@ -23,6 +23,7 @@
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
+use crate::convert::Conversion;
 use crate::layout::{Digit, Source};
 use crate::target::Target;
 
@@ -422,6 +423,8 @@ impl Region {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Plan {
     pub(super) elem_size: usize,
+    /// The conversion of every element on the way, if the types differ.
+    pub(super) conversion: Option<Conversion>,
     pub(super) src_len: usize,
     pub(super) dst_len: usize,
     pub(super) elements: usize,
@@ -430,9 +433,20 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Bytes per element.
+    /// Bytes per source element (and per destination element, unless the plan converts).
     pub fn elem_size(&self) -> usize {
         self.elem_size
+    }
+
+    /// Bytes per destination element.
+    pub fn dst_elem_size(&self) -> usize {
+        self.conversion
+            .map_or(self.elem_size, |c| c.to_type().size())
+    }
+
+    /// The conversion each element goes through on the way, if the plan converts.
+    pub fn conversion(&self) -> Option<Conversion> {
+        self.conversion
     }
 
     /// Elements the source buffer must hold.
@@ -474,7 +488,7 @@ impl Plan {
     pub fn stage_bytes(&self) -> Option<usize> {
         self.regions
             .iter()
-            .filter_map(|r| r.stage_bytes(self.elem_size))
+            .filter_map(|r| r.stage_bytes(self.dst_elem_size()))
             .max()
     }
 }

@@ -41,9 +41,17 @@ pub use ir::{
 pub use tactics::{BlockWrite, Blocking, LargeWrites, Tactics, Tiling};
 pub use verify::{Rule, Violation};
 
+use crate::convert::Conversion;
 use crate::error::{Error, Result};
 use crate::layout::{check_pair, Layout, Source};
 use crate::target::Target;
+
+/// What happens to each element: moved as it is (elements of this many bytes), or converted.
+#[derive(Clone, Copy)]
+enum Elements {
+    Moved(usize),
+    Converted(Conversion),
+}
 
 /// Regions beyond this count (from many padded dims at once) send the padded dims to the indexed
 /// path instead.
@@ -78,6 +86,50 @@ impl Plan {
         tactics: Tactics,
         target: Target,
     ) -> Result<Plan> {
+        Plan::build(src, dst, Elements::Moved(elem_size), tactics, target)
+    }
+
+    /// [`Plan::with_tactics`] for a relayout that converts every element on the way: the
+    /// kernels load source elements and store destination elements of `conversion`'s types (a
+    /// conversion that changes nothing plans as a plain relayout).
+    ///
+    /// ```
+    /// use relayout::plan::{Plan, Tactics};
+    /// use relayout::{Conversion, DType, Layout, Target};
+    ///
+    /// let (src, dst) = (Layout::row_major(&[64, 64])?, Layout::col_major(&[64, 64])?);
+    /// let to_bf16 = Conversion::new(DType::F32, DType::BF16)?;
+    /// let plan = Plan::converting(&src, &dst, to_bf16, Tactics::default(), Target::host())?;
+    /// assert_eq!((plan.elem_size(), plan.dst_elem_size()), (4, 2));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn converting(
+        src: &Layout,
+        dst: &Layout,
+        conversion: Conversion,
+        tactics: Tactics,
+        target: Target,
+    ) -> Result<Plan> {
+        let elements = if conversion.is_identity() {
+            Elements::Moved(conversion.from_type().elem_size()?)
+        } else {
+            Elements::Converted(conversion)
+        };
+        Plan::build(src, dst, elements, tactics, target)
+    }
+
+    fn build(
+        src: &Layout,
+        dst: &Layout,
+        elements: Elements,
+        tactics: Tactics,
+        target: Target,
+    ) -> Result<Plan> {
+        let (elem_size, conversion) = match elements {
+            Elements::Moved(size) => (size, None),
+            Elements::Converted(c) => (c.from_type().size(), Some(c)),
+        };
+        let dst_elem_size = conversion.map_or(elem_size, |c| c.to_type().size());
         if ![1, 2, 4, 8].contains(&elem_size) {
             return Err(Error::ElementType(format!(
                 "element size {elem_size} bytes; relayout moves elements of 1, 2, 4 or 8 bytes"
@@ -94,6 +146,7 @@ impl Plan {
             // An empty tensor: nothing to move, no buffer to touch (both cosizes are 0).
             return Ok(Plan {
                 elem_size,
+                conversion,
                 src_len: src.cosize(),
                 dst_len: dst.cosize(),
                 elements: 0,
@@ -129,8 +182,10 @@ impl Plan {
         let dst_base = dst.base() - dst.buffer_start();
         let cx = schedule::Context {
             elem_size,
+            dst_elem_size,
+            converts: conversion.is_some(),
             target,
-            large: dst.cosize().saturating_mul(elem_size) >= target.stream_min_bytes,
+            large: dst.cosize().saturating_mul(dst_elem_size) >= target.stream_min_bytes,
             tactics,
         };
         let mut regions = Vec::new();
@@ -147,6 +202,7 @@ impl Plan {
         }
         let plan = Plan {
             elem_size,
+            conversion,
             src_len: src.cosize(),
             dst_len: dst.cosize(),
             elements: src.size(),

@@ -29,7 +29,14 @@ const STAGED_RUN_BYTES: usize = 4096;
 /// What one region is planned for.
 #[derive(Clone, Copy)]
 pub(super) struct Context {
+    /// Bytes of a source element: what the kernels load, and so their lanes.
     pub elem_size: usize,
+    /// Bytes of a destination element (the source's unless the plan converts): what a staging
+    /// buffer holds.
+    pub dst_elem_size: usize,
+    /// Whether elements change type on the way. A converting copy does not stream: the
+    /// streaming routine moves bytes, not elements.
+    pub converts: bool,
     pub target: Target,
     /// Whether the destination is large enough to stream ([`Target::stream_min_bytes`]).
     pub large: bool,
@@ -42,9 +49,9 @@ impl Context {
         self.large && self.tactics.large_writes == LargeWrites::Streamed
     }
 
-    /// Whether a staging buffer of `bytes` fits the target's limit.
-    fn fits(&self, bytes: usize) -> bool {
-        bytes <= self.target.stage_limit_bytes
+    /// Whether a staging buffer of `elements` destination elements fits the target's limit.
+    fn fits(&self, elements: usize) -> bool {
+        elements.saturating_mul(self.dst_elem_size) <= self.target.stage_limit_bytes
     }
 }
 
@@ -128,7 +135,7 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
 
 /// Whether a copy of `len` elements streams: at least a cache line, into a large destination.
 fn streams_copy(len: usize, cx: Context) -> bool {
-    cx.streams_runs() && len * cx.elem_size >= cx.target.line_bytes
+    cx.streams_runs() && !cx.converts && len * cx.elem_size >= cx.target.line_bytes
 }
 
 /// How copies, zips and unzips write, where [`stage_runs`] and [`block_transpose`] have not
@@ -156,7 +163,7 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
             write: ZipWrite::InPlace,
         } if cx.streams_runs()
             && tile.elements() * cx.elem_size >= STREAM_ZIP_MIN_BYTES
-            && cx.fits(tile.elements() * cx.elem_size) =>
+            && cx.fits(tile.elements()) =>
         {
             Kernel::Zip {
                 tile,
@@ -169,7 +176,7 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
         } if cx.streams_runs()
             && tile.elements() * cx.elem_size >= STREAM_ZIP_MIN_BYTES
             && tile.long.extent * cx.elem_size >= cx.target.line_bytes
-            && cx.fits(tile.elements() * cx.elem_size) =>
+            && cx.fits(tile.elements()) =>
         {
             Kernel::Unzip {
                 tile,
@@ -205,7 +212,7 @@ fn stage_runs(region: Region, cx: Context) -> Vec<Region> {
         .min(inner.extent);
     let (whole, rest) = (inner.extent / steps, inner.extent % steps);
     // The outermost loop is the threads' unit of work, so a staged loop needs one around it.
-    if whole == 0 || (whole == 1 && outer.is_empty()) || !cx.fits(steps * block * elem_size) {
+    if whole == 0 || (whole == 1 && outer.is_empty()) || !cx.fits(steps * block) {
         return vec![region];
     }
     let mut loops = outer.to_vec();
@@ -364,7 +371,7 @@ fn block_transpose(
     let width = (blocking.block_bytes / elem_size / strip).max(lanes);
     let outer = region.loops.len();
     let kernel = |a: Loop, b: Loop| {
-        let fits = cx.fits(a.extent * b.extent * elem_size);
+        let fits = cx.fits(a.extent * b.extent);
         let write = match blocking.write {
             BlockWrite::Streamed if cx.large && fits => TransposeWrite::Staged(Flush::Streamed),
             BlockWrite::Staged if fits => TransposeWrite::Staged(Flush::Copied),

@@ -117,7 +117,7 @@ fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
             "the kernel consumes the only loop of its region".into(),
         ));
     }
-    if let Some(bytes) = region.stage_bytes(plan.elem_size) {
+    if let Some(bytes) = region.stage_bytes(plan.dst_elem_size()) {
         if bytes > plan.target.stage_limit_bytes {
             return Err((
                 Rule::StageLimit,
