@@ -589,3 +589,60 @@ fn a_conversion_to_the_same_type_is_a_plain_relayout() {
     assert!(c.plan().to_string().contains("f32 -> bf16"), "{}", c.plan());
     assert_eq!((c.plan().elem_size(), c.plan().dst_elem_size()), (4, 2));
 }
+
+#[test]
+fn the_command_line_converts_with_to_scale_and_xla_types() {
+    let apply = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            "--src",
+            "cute:(2,3):(3,1)",
+            "--dst",
+            "cute:(2,3):(1,2)",
+        ];
+        args.extend_from_slice(extra);
+        common::run_cli(&args)
+    };
+    // The source holds 0..6; the destination is column-major, in the destination's type.
+    assert_eq!(
+        apply(&["--to", "f64", "--scale", "0.5"]).trim(),
+        "0 1.5 0.5 2 1 2.5"
+    );
+    assert_eq!(
+        apply(&["--to", "u8", "--scale", "100", "--shift", "-50"]).trim(),
+        "0 250 50 255 150 255"
+    );
+    assert_eq!(
+        apply(&["--dtype", "i32", "--to", "bf16", "--shift", "0.5"]).trim(),
+        "0.5 3.5 1.5 4.5 2.5 5.5"
+    );
+    // XLA layouts name each side's type.
+    let xla = common::run_cli(&[
+        "apply",
+        "--src",
+        "xla:u8[2,2]{1,0}",
+        "--dst",
+        "xla:f16[2,2]{0,1}",
+    ]);
+    assert_eq!(xla.trim(), "0 2 1 3");
+    let checked = common::run_cli(&[
+        "check",
+        "--src",
+        "xla:f32[40,70]{1,0}",
+        "--dst",
+        "xla:bf16[40,70]{0,1:T(8,8)}",
+        "--scale",
+        "3",
+        "--pad-value",
+        "-2",
+    ]);
+    assert!(checked.starts_with("ok: 2800 elements"), "{checked}");
+    let plan = common::run_cli(&[
+        "plan",
+        "--src",
+        "xla:f32[8,8]{1,0}",
+        "--dst",
+        "xla:bf16[8,8]{0,1}",
+    ]);
+    assert!(plan.starts_with("plan: f32 -> bf16 elements"), "{plan}");
+}

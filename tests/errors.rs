@@ -396,8 +396,24 @@ fn command_line_errors_are_one_line() {
             "not injective",
         ),
         (
-            &["plan", "--src", "xla:f32[3]", "--dst", "xla:bf16[3]"],
+            &["plan", "--src", "xla:f32[3]", "--dst", "xla:bf16[3]", "--to", "f16"],
             "conflicting element types",
+        ),
+        (
+            &["apply", "--src", "cute:3:1", "--dst", "cute:3:1", "--to", "c64"],
+            "no numeric conversion",
+        ),
+        (
+            &["check", "--src", "cute:3:1", "--dst", "cute:3:1", "--dtype", "pred", "--scale", "2"],
+            "no numeric conversion",
+        ),
+        (
+            &["apply", "--src", "cute:3:1", "--dst", "cute:3:1", "--to", "i8", "--scale", "inf"],
+            "finite",
+        ),
+        (
+            &["apply", "--src", "xla:f32[3]", "--dst", "xla:bf16[3]{0:T(4)}", "--pad-value", "1e40"],
+            "inf",
         ),
         (
             &["apply", "--src", "xla:f32[3]", "--dst", "cute:3:1", "--dtype", "u8"],

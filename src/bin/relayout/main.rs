@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use relayout::{
-    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options, Relayout,
+    compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout, Options,
+    Relayout,
 };
 use values::ValueType;
 
@@ -78,19 +79,35 @@ struct PairArgs {
     dst: String,
     /// Element type: u8 i8 u16 i16 f16 bf16 u32 i32 f32 u64 i64 f64 pred c64, or an 8-bit float
     /// (f8e5m2 f8e4m3 f8e4m3fn f8e4m3b11fnuz f8e5m2fnuz f8e4m3fnuz f8e3m4 f8e8m0fnu); default f32,
-    /// or XLA's type.
+    /// or the type the XLA layouts name. With --to, the source's type.
     #[arg(long)]
     dtype: Option<String>,
-    /// Value written to the destination's padding slots (which are otherwise left alone).
+    /// Convert to this element type on the way (u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32
+    /// f64); an XLA destination layout names it too. Default: the source's type.
+    #[arg(long)]
+    to: Option<String>,
+    /// Multiply every element by this on the way: y = scale * x + shift, in f32 (f64 when a
+    /// side is f64), then converted to the destination type.
+    #[arg(long, allow_hyphen_values = true)]
+    scale: Option<f64>,
+    /// Add this to every element on the way (see --scale).
+    #[arg(long, allow_hyphen_values = true)]
+    shift: Option<f64>,
+    /// Value written to the destination's padding slots (which are otherwise left alone), a
+    /// value of the destination type.
     #[arg(long, allow_hyphen_values = true)]
     pad_value: Option<String>,
 }
 
-/// A parsed pair with its element type and compiled kernel.
+/// A parsed pair with its element types and compiled kernel.
 struct Pair {
     src: Layout,
     dst: Layout,
+    /// The source's element type.
     values: ValueType,
+    /// The destination's element type (the source's unless the pair converts).
+    dst_values: ValueType,
+    conversion: Conversion,
     pad_bits: Option<u64>,
     kernel: Relayout,
 }
@@ -99,13 +116,22 @@ impl PairArgs {
     fn compile(&self) -> Result<Pair, Error> {
         let src = notation::parse(&self.src)?;
         let dst = notation::parse(&self.dst)?;
-        let values = element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?;
+        let (values, dst_values) = element_types(
+            self.dtype.as_deref(),
+            self.to.as_deref(),
+            src.dtype,
+            dst.dtype,
+        )?;
+        let mut conversion = Conversion::new(values.dtype(), dst_values.dtype())?;
+        if self.scale.is_some() || self.shift.is_some() {
+            conversion = conversion.affine(self.scale.unwrap_or(1.0), self.shift.unwrap_or(0.0))?;
+        }
         let pad_bits = self
             .pad_value
             .as_deref()
-            .map(|v| values.parse(v))
+            .map(|v| dst_values.parse(v))
             .transpose()?;
-        let mut options = Options::new().dtype(values.dtype());
+        let mut options = Options::new().convert(conversion);
         if let Some(bits) = pad_bits {
             options = options.pad_bits(bits);
         }
@@ -114,6 +140,8 @@ impl PairArgs {
             src: src.layout,
             dst: dst.layout,
             values,
+            dst_values,
+            conversion,
             pad_bits,
             kernel,
         })
@@ -163,6 +191,38 @@ fn element_type(
     ValueType::new(dtype)
 }
 
+/// The source and destination element types from `--dtype`, `--to` and the types the layouts
+/// name: `--dtype` and the source layout's type must agree, as must `--to` and the
+/// destination's. The source's type defaults to f32 (or, without `--to`, the destination
+/// layout's type); the destination's to the source's.
+fn element_types(
+    dtype: Option<&str>,
+    to: Option<&str>,
+    src: Option<DType>,
+    dst: Option<DType>,
+) -> Result<(ValueType, ValueType), Error> {
+    let agree = |flag: Option<&str>, named: Option<DType>| -> Result<Option<DType>, Error> {
+        let flag = flag.map(str::parse::<DType>).transpose()?;
+        match (flag, named) {
+            (Some(a), Some(b)) if a != b => Err(Error::ElementType(format!(
+                "conflicting element types {a} and {b} (from the flags and the layouts)"
+            ))),
+            (a, b) => Ok(a.or(b)),
+        }
+    };
+    let source = agree(dtype, src)?;
+    let destination = agree(to, dst)?;
+    let from = match (source, to) {
+        (Some(t), _) => t,
+        (None, None) => dst.unwrap_or(DType::F32),
+        (None, Some(_)) => DType::F32,
+    };
+    Ok((
+        ValueType::new(from)?,
+        ValueType::new(destination.unwrap_or(from))?,
+    ))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.command.unwrap_or(Command::Demo)) {
@@ -188,9 +248,12 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
             let src: Vec<u64> = (0..pair.src.cosize() as u64)
                 .map(|i| values.encode_index(i))
                 .collect();
-            let mut dst = vec![values.mask(); pair.dst.cosize()];
-            with_element_type(values, |run| run.kernel(&pair.kernel, &src, &mut dst))?;
-            println!("{}", join(dst.iter().map(|&b| values.format(b))));
+            let dst_values = pair.dst_values;
+            let mut dst = vec![dst_values.mask(); pair.dst.cosize()];
+            with_element_types(values, dst_values, |run| {
+                run.kernel(&pair.kernel, &src, &mut dst)
+            })?;
+            println!("{}", join(dst.iter().map(|&b| dst_values.format(b))));
         }
         Command::Plan(args) => print!("{}", args.compile()?.kernel.plan()),
         Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()?),
@@ -232,23 +295,39 @@ fn check(pair: &Pair) -> Result<usize, Error> {
             state & pair.values.mask()
         })
         .collect();
-    let fill = !state & pair.values.mask();
+    let fill = !state & pair.dst_values.mask();
     let mut got = vec![fill; pair.dst.cosize()];
     let mut want = got.clone();
-    with_element_type(pair.values, |run| {
+    with_element_types(pair.values, pair.dst_values, |run| {
         run.kernel(&pair.kernel, &src, &mut got)?;
-        run.reference(&pair.src, &src, &pair.dst, &mut want, pair.pad_bits)
+        run.reference(
+            &pair.src,
+            &src,
+            &pair.dst,
+            &mut want,
+            pair.conversion,
+            pair.pad_bits,
+        )
     })?;
     Ok(got.iter().zip(&want).filter(|(g, w)| g != w).count())
 }
 
-/// Calls `f` with a runner for the storage type of the elements' size.
-fn with_element_type<R>(values: ValueType, f: impl FnOnce(&dyn Runner) -> R) -> R {
-    match values.bytes() {
-        1 => f(&Typed::<u8>::default()),
-        2 => f(&Typed::<u16>::default()),
-        4 => f(&Typed::<u32>::default()),
-        _ => f(&Typed::<u64>::default()),
+/// Calls `f` with a runner for the storage types of the source's and the destination's
+/// element sizes.
+fn with_element_types<R>(src: ValueType, dst: ValueType, f: impl FnOnce(&dyn Runner) -> R) -> R {
+    fn to<S: Element, R>(dst: ValueType, f: impl FnOnce(&dyn Runner) -> R) -> R {
+        match dst.bytes() {
+            1 => f(&Typed::<S, u8>::default()),
+            2 => f(&Typed::<S, u16>::default()),
+            4 => f(&Typed::<S, u32>::default()),
+            _ => f(&Typed::<S, u64>::default()),
+        }
+    }
+    match src.bytes() {
+        1 => to::<u8, R>(dst, f),
+        2 => to::<u16, R>(dst, f),
+        4 => to::<u32, R>(dst, f),
+        _ => to::<u64, R>(dst, f),
     }
 }
 
@@ -261,30 +340,35 @@ trait Runner {
         src: &[u64],
         dst_layout: &Layout,
         dst: &mut [u64],
+        conversion: Conversion,
         pad: Option<u64>,
     ) -> Result<(), Error>;
 }
 
-#[derive(Default)]
-struct Typed<T>(std::marker::PhantomData<T>);
+/// A [`Runner`] with source elements stored as `S` and destination elements as `D`.
+struct Typed<S, D>(std::marker::PhantomData<(S, D)>);
 
-impl<T: Element> Typed<T> {
-    fn narrow(bits: &[u64]) -> Vec<T> {
-        bits.iter().map(|&b| T::from_bits(b)).collect()
-    }
-
-    fn widen(from: &[T], to: &mut [u64]) {
-        for (t, v) in to.iter_mut().zip(from) {
-            *t = v.to_bits();
-        }
+impl<S, D> Default for Typed<S, D> {
+    fn default() -> Self {
+        Typed(std::marker::PhantomData)
     }
 }
 
-impl<T: Element> Runner for Typed<T> {
+fn narrow<T: Element>(bits: &[u64]) -> Vec<T> {
+    bits.iter().map(|&b| T::from_bits(b)).collect()
+}
+
+fn widen<T: Element>(from: &[T], to: &mut [u64]) {
+    for (t, v) in to.iter_mut().zip(from) {
+        *t = v.to_bits();
+    }
+}
+
+impl<S: Element, D: Element> Runner for Typed<S, D> {
     fn kernel(&self, kernel: &Relayout, src: &[u64], dst: &mut [u64]) -> Result<(), Error> {
-        let mut out = Self::narrow(dst);
-        kernel.run(&Self::narrow(src), &mut out)?;
-        Self::widen(&out, dst);
+        let mut out: Vec<D> = narrow(dst);
+        kernel.run(&narrow::<S>(src), &mut out)?;
+        widen(&out, dst);
         Ok(())
     }
 
@@ -294,12 +378,14 @@ impl<T: Element> Runner for Typed<T> {
         src: &[u64],
         dst_layout: &Layout,
         dst: &mut [u64],
+        conversion: Conversion,
         pad: Option<u64>,
     ) -> Result<(), Error> {
-        let mut out = Self::narrow(dst);
-        let pad = pad.map(T::from_bits);
-        reference::relayout(src_layout, &Self::narrow(src), dst_layout, &mut out, pad)?;
-        Self::widen(&out, dst);
+        let mut out: Vec<D> = narrow(dst);
+        let pad = pad.map(D::from_bits);
+        let input = narrow::<S>(src);
+        reference::relayout_converted(src_layout, &input, dst_layout, &mut out, conversion, pad)?;
+        widen(&out, dst);
         Ok(())
     }
 }

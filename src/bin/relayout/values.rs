@@ -1,6 +1,6 @@
 //! Element values as bits: what `apply` writes into the source and prints from the destination.
 
-use relayout::{DType, Error};
+use relayout::{Conversion, DType, Error};
 
 /// An element type that relayouts (its [`DType::elem_size`] is one): how the command line writes,
 /// reads and prints values of it, held as bits in a `u64`.
@@ -40,8 +40,7 @@ impl ValueType {
     /// The bits of the value `i` (integers and bits wrap; floats round to nearest).
     pub fn encode_index(self, i: u64) -> u64 {
         match self.dtype {
-            DType::F16 => f32_to_f16(i as f32) as u64,
-            DType::BF16 => f32_to_bf16(i as f32) as u64,
+            DType::F16 | DType::BF16 => from_f64(i as f64, self.dtype),
             DType::F32 | DType::C64 => (i as f32).to_bits() as u64,
             DType::F64 => (i as f64).to_bits(),
             _ => i & self.mask(),
@@ -53,10 +52,20 @@ impl ValueType {
         let dtype = self.dtype;
         let bad = || Error::ElementType(format!("'{text}' is not a {dtype} value"));
         let float = |t: &str| t.parse::<f64>().map_err(|_| bad());
+        // A finite value beyond the type's range does not fit (it would be stored as ±inf).
+        let narrow = |x: f64| {
+            let bits = from_f64(x, dtype);
+            let back =
+                f64::from_bits(Conversion::new(dtype, DType::F64).map_or(0, |c| c.apply(bits)));
+            match x.is_finite() && back.is_infinite() {
+                true => Err(Error::ElementType(format!(
+                    "{text} does not fit in {dtype} (it would be {back})"
+                ))),
+                false => Ok(bits),
+            }
+        };
         Ok(match dtype {
-            DType::F16 => f32_to_f16(float(text)? as f32) as u64,
-            DType::BF16 => f32_to_bf16(float(text)? as f32) as u64,
-            DType::F32 => (float(text)? as f32).to_bits() as u64,
+            DType::F16 | DType::BF16 | DType::F32 => narrow(float(text)?)?,
             DType::F64 => float(text)?.to_bits(),
             DType::C64 => {
                 let (re, im) = split_complex(text);
@@ -85,8 +94,7 @@ impl ValueType {
     pub fn format(self, bits: u64) -> String {
         let b = bits & self.mask();
         match self.dtype {
-            DType::F16 => f16_to_f32(b as u16).to_string(),
-            DType::BF16 => f32::from_bits((b as u32) << 16).to_string(),
+            DType::F16 | DType::BF16 => to_f32(b, self.dtype).to_string(),
             DType::F32 => f32::from_bits(b as u32).to_string(),
             DType::F64 => f64::from_bits(b).to_string(),
             DType::C64 => {
@@ -126,58 +134,17 @@ fn split_complex(text: &str) -> (&str, &str) {
     }
 }
 
-fn f32_to_bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    if x.is_nan() {
-        return 0x7fc0;
-    }
-    let round = 0x7fff + ((b >> 16) & 1);
-    ((b + round) >> 16) as u16
+/// The bits of `x` as a float of type `to` (rounded to nearest even, by the crate's rules).
+fn from_f64(x: f64, to: DType) -> u64 {
+    Conversion::new(DType::F64, to)
+        .map(|c| c.apply(x.to_bits()))
+        .unwrap_or(0)
 }
 
-fn f32_to_f16(x: f32) -> u16 {
-    let b = x.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xff) as i32;
-    let man = b & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rounded = (m + half - 1 + ((m >> shift) & 1)) >> shift;
-        return sign | rounded as u16;
-    }
-    let rounded = man + 0xfff + ((man >> 13) & 1);
-    if rounded & 0x80_0000 != 0 {
-        return if e + 1 >= 0x1f {
-            sign | 0x7c00
-        } else {
-            sign | (((e + 1) as u16) << 10)
-        };
-    }
-    sign | ((e as u16) << 10) | (rounded >> 13) as u16
-}
-
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = ((h >> 10) & 0x1f) as i32;
-    let man = (h & 0x3ff) as f32;
-    match exp {
-        0 => sign * man * 2f32.powi(-24),
-        0x1f if man == 0.0 => sign * f32::INFINITY,
-        0x1f => f32::NAN,
-        _ => sign * (1.0 + man / 1024.0) * 2f32.powi(exp - 15),
-    }
+/// The f32 value of float bits of type `from` (f16 or bf16; exact).
+fn to_f32(bits: u64, from: DType) -> f32 {
+    let c = Conversion::new(from, DType::F32);
+    f32::from_bits(c.map(|c| c.apply(bits)).unwrap_or(0) as u32)
 }
 
 #[cfg(test)]
