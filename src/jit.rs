@@ -70,33 +70,58 @@ impl Compiled {
     }
 }
 
-/// The host ISA, detected once: CPU features from `cranelift-native`, the IR verifier on in debug
-/// builds only, and `opt_level=none`: the generated IR already advances pointers by constants, so
-/// Cranelift's mid-end (e-graph) optimiser found little to improve (a few repeated constants
-/// outside the loops) while taking about a third of the compile time; no kernel of the suite ran
-/// measurably slower without it.
-fn host_isa() -> Result<OwnedTargetIsa> {
-    static ISA: OnceLock<std::result::Result<OwnedTargetIsa, String>> = OnceLock::new();
-    ISA.get_or_init(|| {
-        let mut flags = settings::builder();
-        let verify = if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        };
-        for (name, value) in [
-            ("opt_level", "none"),
-            ("is_pic", "false"),
-            ("enable_verifier", verify),
-        ] {
-            flags.set(name, value).map_err(|e| e.to_string())?;
+/// How much Cranelift optimises a kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Optimise {
+    /// `opt_level=none`: the generated IR already advances pointers by constants, so
+    /// Cranelift's mid-end (e-graph) optimiser found little to improve in moving kernels (a few
+    /// repeated constants outside the loops) while taking about a third of the compile time; no
+    /// kernel of the suite ran measurably slower without it.
+    Moves,
+    /// `opt_level=speed`, for kernels that convert elements: their vector constants (masks,
+    /// biases, bounds) are hoisted out of the loops and shared, which the mid-end does.
+    Conversions,
+}
+
+impl Optimise {
+    fn of(plan: &Plan) -> Optimise {
+        match plan.conversion() {
+            Some(_) => Optimise::Conversions,
+            None => Optimise::Moves,
         }
-        let isa = cranelift_native::builder().map_err(|e| e.to_string())?;
-        isa.finish(settings::Flags::new(flags))
-            .map_err(|e| e.to_string())
-    })
-    .clone()
-    .map_err(|e| Error::Codegen(format!("no Cranelift backend for this host: {e}")))
+    }
+}
+
+/// The host ISA for `level`, detected once: CPU features from `cranelift-native`, the IR
+/// verifier on in debug builds only.
+fn host_isa(level: Optimise) -> Result<OwnedTargetIsa> {
+    static ISA: [OnceLock<std::result::Result<OwnedTargetIsa, String>>; 2] =
+        [OnceLock::new(), OnceLock::new()];
+    let (slot, opt_level) = match level {
+        Optimise::Moves => (0, "none"),
+        Optimise::Conversions => (1, "speed"),
+    };
+    ISA[slot]
+        .get_or_init(|| {
+            let mut flags = settings::builder();
+            let verify = if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            };
+            for (name, value) in [
+                ("opt_level", opt_level),
+                ("is_pic", "false"),
+                ("enable_verifier", verify),
+            ] {
+                flags.set(name, value).map_err(|e| e.to_string())?;
+            }
+            let isa = cranelift_native::builder().map_err(|e| e.to_string())?;
+            isa.finish(settings::Flags::new(flags))
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| Error::Codegen(format!("no Cranelift backend for this host: {e}")))
 }
 
 /// Compiles `plan` into a new JIT module of its own; `start` is when planning began, so that
@@ -110,7 +135,7 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
         )));
     }
     let codegen_err = |e: &dyn std::fmt::Display| Error::Codegen(e.to_string());
-    let isa = host_isa()?;
+    let isa = host_isa(Optimise::of(&plan))?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
     let mut module = JITModule::new(builder);
@@ -162,7 +187,7 @@ fn function(plan: &Plan, isa: &dyn TargetIsa) -> Function {
 impl Compiled {
     /// The Cranelift IR of the kernel, as text.
     pub(crate) fn clif(&self) -> Result<&str> {
-        let isa = host_isa()?;
+        let isa = host_isa(Optimise::of(&self.plan))?;
         Ok(self
             .clif
             .get_or_init(|| function(&self.plan, &*isa).display().to_string()))
@@ -171,7 +196,7 @@ impl Compiled {
     /// The kernel's machine code as assembly text: the function is compiled again, with
     /// Cranelift's disassembly on, the first time it is asked for.
     pub(crate) fn asm(&self) -> Result<&str> {
-        let isa = host_isa()?;
+        let isa = host_isa(Optimise::of(&self.plan))?;
         self.asm
             .get_or_init(|| {
                 let mut ctx = Context::new();

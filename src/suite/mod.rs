@@ -29,8 +29,10 @@
 //! benchmarks hold their data in [`PageAligned`] buffers.
 
 mod buffer;
+mod conversions;
 
 pub use buffer::PageAligned;
+pub use conversions::{conversion_cases, ConversionCase};
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

@@ -195,7 +195,7 @@ fn element_type(
 /// name: `--dtype` and the source layout's type must agree, as must `--to` and the
 /// destination's. The source's type defaults to f32 (or, without `--to`, the destination
 /// layout's type); the destination's to the source's.
-fn element_types(
+pub(crate) fn element_types(
     dtype: Option<&str>,
     to: Option<&str>,
     src: Option<DType>,

@@ -9,10 +9,15 @@ use clap::{Args, ValueEnum};
 use relayout::plan::{Plan, Tactics};
 use relayout::suite::{self, PageAligned, Size};
 use relayout::{
-    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options, Target,
+    compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout, Options,
+    Target,
 };
 
 use crate::timing;
+
+mod conversions;
+
+use conversions::ConversionJob;
 
 /// The long help of `relayout bench`.
 pub const LONG_ABOUT: &str =
@@ -82,6 +87,21 @@ pub struct BenchArgs {
     /// Element type of the --src/--dst pair (default f32, or XLA's type).
     #[arg(long, requires = "src")]
     dtype: Option<String>,
+    /// Convert the --src/--dst pair to this type on the way, and time it as `--conversions`
+    /// does (an XLA destination layout that names another type converts too).
+    #[arg(long, requires = "src")]
+    to: Option<String>,
+    /// Scale of the pair's conversion: y = scale * x + shift.
+    #[arg(long, requires = "src", allow_hyphen_values = true)]
+    scale: Option<f64>,
+    /// Shift of the pair's conversion (see --scale).
+    #[arg(long, requires = "src", allow_hyphen_values = true)]
+    shift: Option<f64>,
+    /// Time the suite's converting relayouts (or those of them named): fused, against the
+    /// relayout followed by a conversion pass, the relayout alone, memcpy of the larger side's
+    /// bytes and the naive loop.
+    #[arg(long, conflicts_with = "src")]
+    conversions: bool,
     /// Threads for the kernel and for memcpy (the naive loop always runs on one).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
@@ -120,7 +140,7 @@ pub struct BenchArgs {
 
 /// How `relayout bench` prints its results.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
+pub enum Format {
     /// Aligned columns.
     Table,
     /// Tab-separated values with a header line of column names.
@@ -130,7 +150,12 @@ enum Format {
 }
 
 fn case_names() -> PossibleValuesParser {
-    PossibleValuesParser::new(suite::cases(Size::Full).into_iter().map(|c| c.name))
+    let plain = suite::cases(Size::Full).into_iter().map(|c| c.name);
+    let converting = suite::conversion_cases(Size::Full)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.name);
+    PossibleValuesParser::new(plain.chain(converting))
 }
 
 /// One relayout to time.
@@ -194,8 +219,13 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         Size::Full
     };
     if args.list {
-        list(size);
+        list(size)?;
         return Ok(());
+    }
+    let threads = usize::from(args.threads);
+    let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
+    if let Some(jobs) = args.conversion_jobs(size)? {
+        return conversions::run(&jobs, threads, runs, args.format);
     }
     let mut jobs = args.jobs(size)?;
     if args.candidates {
@@ -210,14 +240,12 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = args.tuning_file.as_deref().filter(|p| p.exists()) {
         relayout::tuning::load(path)?;
     }
-    let threads = usize::from(args.threads);
-    let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
     let mut out = std::io::stdout().lock();
     write_header(&mut out, args.format)?;
     let mut rows = Vec::new();
     for job in &jobs {
         let row = measure(job, threads, !args.no_tune, runs)?;
-        write_row(&mut out, args.format, &row.cells(args.format))?;
+        write_row(&mut out, args.format, &row.cells(args.format), &WIDTHS)?;
         out.flush()?;
         rows.push(row);
     }
@@ -232,6 +260,53 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 impl BenchArgs {
+    /// The converting jobs, if the arguments ask for them: `--conversions` (the named
+    /// converting cases, or all), or a --src/--dst pair whose types differ or that scales.
+    fn conversion_jobs(&self, size: Size) -> Result<Option<Vec<ConversionJob>>, Error> {
+        if let (Some(src), Some(dst)) = (&self.src, &self.dst) {
+            let (src, dst) = (notation::parse(src)?, notation::parse(dst)?);
+            let (from, to) = crate::element_types(
+                self.dtype.as_deref(),
+                self.to.as_deref(),
+                src.dtype,
+                dst.dtype,
+            )?;
+            let mut conversion = Conversion::new(from.dtype(), to.dtype())?;
+            if self.scale.is_some() || self.shift.is_some() {
+                conversion =
+                    conversion.affine(self.scale.unwrap_or(1.0), self.shift.unwrap_or(0.0))?;
+            }
+            if conversion.is_identity() {
+                return Ok(None);
+            }
+            return Ok(Some(vec![ConversionJob {
+                name: "custom".into(),
+                src: src.layout,
+                dst: dst.layout,
+                conversion,
+            }]));
+        }
+        if !self.conversions {
+            return Ok(None);
+        }
+        let cases = suite::conversion_cases(size)?;
+        let wanted = |name: &str| self.cases.is_empty() || self.cases.iter().any(|c| c == name);
+        cases
+            .into_iter()
+            .filter(|c| wanted(c.name))
+            .map(|case| {
+                let (src, dst) = case.layouts()?;
+                Ok(ConversionJob {
+                    name: case.name.into(),
+                    src,
+                    dst,
+                    conversion: case.conversion,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()
+            .map(Some)
+    }
+
     /// The --src/--dst pair, or the named suite cases, or the whole suite.
     fn jobs(&self, size: Size) -> Result<Vec<Job>, Error> {
         if let (Some(src), Some(dst)) = (&self.src, &self.dst) {
@@ -297,8 +372,9 @@ impl Job {
     }
 }
 
-/// Prints every case with its size, and the flags that time its layouts as a pair.
-fn list(size: Size) {
+/// Prints every case with its size, and the flags that time its layouts as a pair; then the
+/// converting cases (`--conversions`).
+fn list(size: Size) -> Result<(), Error> {
     for case in suite::cases(size) {
         println!(
             "{:<17} {:<5} {:>10}  {}\n    --src '{}' --dst '{}' --dtype {}",
@@ -311,6 +387,25 @@ fn list(size: Size) {
             case.dtype
         );
     }
+    println!("\nconverting cases (--conversions):");
+    for case in suite::conversion_cases(size)? {
+        let c = case.conversion;
+        let scale = match c.scale_shift() {
+            Some((scale, shift)) => format!(" --scale {scale} --shift {shift}"),
+            None => String::new(),
+        };
+        println!(
+            "{:<22} {}  {}\n    --src '{}' --dst '{}' --dtype {} --to {}{scale}",
+            case.name,
+            c,
+            case.about,
+            case.src,
+            case.dst,
+            c.from_type(),
+            c.to_type()
+        );
+    }
+    Ok(())
 }
 
 /// Times one job with the storage type of its element size.
@@ -387,7 +482,7 @@ fn measure_as<T: Element>(
 
 /// `dst.copy_from_slice(src)` with the slices split evenly into `threads` parts, run the way
 /// relayout runs its kernels on several threads: on rayon's pool, part 0 on this thread.
-fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize) {
+pub(super) fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize) {
     if threads <= 1 {
         // As a one-thread kernel run: no scope at all.
         dst.copy_from_slice(src);
@@ -409,19 +504,22 @@ fn parallel_copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T], threads: usize
 fn write_header(out: &mut impl std::io::Write, format: Format) -> std::io::Result<()> {
     match format {
         Format::Tsv => writeln!(out, "{}", TSV_COLUMNS.join("\t")),
-        Format::Table => write_row(out, format, &HEADINGS.map(String::from)),
+        Format::Table => write_row(out, format, &HEADINGS.map(String::from), &WIDTHS),
         Format::Markdown => {
-            write_row(out, format, &HEADINGS.map(String::from))?;
+            write_row(out, format, &HEADINGS.map(String::from), &WIDTHS)?;
             let rule = ["---"; 10].map(String::from);
-            write_row(out, format, &rule)
+            write_row(out, format, &rule, &WIDTHS)
         }
     }
 }
 
-fn write_row(
+/// One line of `cells`: tab-separated, a markdown row, or columns of `widths` (the first two
+/// left-aligned).
+pub(super) fn write_row(
     out: &mut impl std::io::Write,
     format: Format,
-    cells: &[String; 10],
+    cells: &[String],
+    widths: &[usize],
 ) -> std::io::Result<()> {
     match format {
         Format::Tsv => writeln!(out, "{}", cells.join("\t")),
@@ -429,9 +527,9 @@ fn write_row(
         Format::Table => {
             let padded: Vec<String> = cells
                 .iter()
-                .zip(WIDTHS)
+                .zip(widths)
                 .enumerate()
-                .map(|(i, (cell, width))| match i {
+                .map(|(i, (cell, &width))| match i {
                     0 | 1 => format!("{cell:<width$}"),
                     _ => format!("{cell:>width$}"),
                 })
@@ -442,7 +540,7 @@ fn write_row(
 }
 
 /// `x` with four significant digits (at least none after the point): `14.59`, `0.02531`, `2664`.
-fn significant(x: f64) -> String {
+pub(super) fn significant(x: f64) -> String {
     let magnitude = if x == 0.0 || !x.is_finite() {
         0
     } else {
@@ -453,7 +551,7 @@ fn significant(x: f64) -> String {
 }
 
 /// `16 KiB`, `61.0 MiB`: bytes in binary units.
-fn human_bytes(bytes: usize) -> String {
+pub(super) fn human_bytes(bytes: usize) -> String {
     match bytes {
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / (1 << 10) as f64),

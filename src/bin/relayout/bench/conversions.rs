@@ -1,0 +1,171 @@
+//! `relayout bench --conversions` (or a pair with `--to`): relayouts that convert element types,
+//! timed fused (one kernel converts as it moves) against the same work in two passes (the
+//! relayout, then a conversion of the whole destination), the relayout alone without
+//! converting, memcpy of the larger side's bytes and the naive per-element loop.
+
+use relayout::suite::PageAligned;
+use relayout::{compile_relayout_with, reference, Conversion, Element, Error, Layout, Options};
+
+use super::{human_bytes, parallel_copy, significant, write_row, Format};
+use crate::timing;
+
+/// One converting relayout to time.
+pub struct ConversionJob {
+    pub name: String,
+    pub src: Layout,
+    pub dst: Layout,
+    pub conversion: Conversion,
+}
+
+/// Column names of `--format tsv`, in order.
+const TSV_COLUMNS: [&str; 12] = [
+    "case",
+    "conversion",
+    "bytes",
+    "threads",
+    "fused_gbps",
+    "two_pass_gbps",
+    "unconverted_gbps",
+    "memcpy_gbps",
+    "naive_gbps",
+    "fused_over_two_pass",
+    "fused_over_unconverted",
+    "fused_over_memcpy",
+];
+
+/// Column headings of the table and markdown formats.
+const HEADINGS: [&str; 12] = [
+    "case",
+    "conversion",
+    "bytes",
+    "threads",
+    "fused GB/s",
+    "2-pass GB/s",
+    "plain GB/s",
+    "memcpy GB/s",
+    "naive GB/s",
+    "÷ 2-pass",
+    "÷ plain",
+    "÷ memcpy",
+];
+
+const WIDTHS: [usize; 12] = [22, 14, 10, 7, 10, 11, 10, 11, 10, 8, 7, 8];
+
+/// What was measured for one job; GB/s count the larger side's bytes.
+struct Row {
+    case: String,
+    conversion: Conversion,
+    bytes: usize,
+    threads: usize,
+    /// GB/s of: fused, two passes, the relayout without conversion, memcpy, the naive loop.
+    gbps: [f64; 5],
+}
+
+impl Row {
+    fn cells(&self, format: Format) -> Vec<String> {
+        let bytes = match format {
+            Format::Tsv => self.bytes.to_string(),
+            Format::Table | Format::Markdown => human_bytes(self.bytes),
+        };
+        let [fused, two_pass, plain, memcpy, naive] = self.gbps;
+        let mut cells = vec![
+            self.case.clone(),
+            format!(
+                "{}>{}",
+                self.conversion.from_type(),
+                self.conversion.to_type()
+            ),
+            bytes,
+            self.threads.to_string(),
+        ];
+        cells.extend([fused, two_pass, plain, memcpy, naive].map(significant));
+        cells.extend([fused / two_pass, fused / plain, fused / memcpy].map(significant));
+        cells
+    }
+}
+
+/// Times every job and prints a row for each.
+pub fn run(
+    jobs: &[ConversionJob],
+    threads: usize,
+    runs: [usize; 3],
+    format: Format,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut out = std::io::stdout().lock();
+    let headings: Vec<String> = match format {
+        Format::Tsv => TSV_COLUMNS.map(String::from).to_vec(),
+        _ => HEADINGS.map(String::from).to_vec(),
+    };
+    write_row(&mut out, format, &headings, &WIDTHS)?;
+    if format == Format::Markdown {
+        write_row(&mut out, format, &vec!["---".to_string(); 12], &WIDTHS)?;
+    }
+    for job in jobs {
+        let row = measure(job, threads, runs)?;
+        write_row(&mut out, format, &row.cells(format), &WIDTHS)?;
+        std::io::Write::flush(&mut out)?;
+    }
+    Ok(())
+}
+
+/// Times one job with storage types of its two element sizes.
+fn measure(job: &ConversionJob, threads: usize, runs: [usize; 3]) -> Result<Row, Error> {
+    macro_rules! sizes {
+        ($($s:literal, $d:literal => $S:ty, $D:ty;)*) => {
+            match (job.conversion.from_type().size(), job.conversion.to_type().size()) {
+                $(($s, $d) => measure_as::<$S, $D>(job, threads, runs),)*
+                (s, d) => Err(Error::Unsupported(format!("elements of {s} and {d} bytes"))),
+            }
+        };
+    }
+    sizes! {
+        1, 1 => u8, u8; 1, 2 => u8, u16; 1, 4 => u8, u32; 1, 8 => u8, u64;
+        2, 1 => u16, u8; 2, 2 => u16, u16; 2, 4 => u16, u32; 2, 8 => u16, u64;
+        4, 1 => u32, u8; 4, 2 => u32, u16; 4, 4 => u32, u32; 4, 8 => u32, u64;
+        8, 1 => u64, u8; 8, 2 => u64, u16; 8, 4 => u64, u32; 8, 8 => u64, u64;
+    }
+}
+
+fn measure_as<S: Element, D: Element>(
+    job: &ConversionJob,
+    threads: usize,
+    runs: [usize; 3],
+) -> Result<Row, Error> {
+    let c = job.conversion;
+    let options = Options::new().threads(threads);
+    let fused = compile_relayout_with(&job.src, &job.dst, options.convert(c))?;
+    let plain = compile_relayout_with(&job.src, &job.dst, options.dtype(c.from_type()))?;
+    // The second pass converts the whole destination buffer, in place of nothing: a converting
+    // copy of its slots (the fastest pass relayout has for it).
+    let flat = Layout::row_major(&[job.dst.cosize().max(1)])?;
+    let second = compile_relayout_with(&flat, &flat, options.convert(c))?;
+    let src = PageAligned::from_fn(job.src.cosize(), |i| S::from_bits(i as u64));
+    let mut middle = PageAligned::filled(job.dst.cosize().max(1), S::from_bits(0));
+    let mut dst = PageAligned::filled(job.dst.cosize().max(1), D::from_bits(u64::MAX));
+    let elements = job.src.size();
+    let bytes = elements * c.from_type().size().max(c.to_type().size());
+    let copy_from = PageAligned::from_fn(bytes, |i| i as u8);
+    let mut copy_to = PageAligned::filled(bytes, 0u8);
+    let threads = fused.threads();
+    let five = [runs[0], runs[0], runs[0], runs[1], runs[2]];
+    let secs = timing::interleaved_medians(five, |i| match i {
+        0 => fused.run(&src, &mut dst),
+        1 => {
+            plain.run(&src, &mut middle)?;
+            second.run(&middle, &mut dst)
+        }
+        2 => plain.run(&src, &mut middle),
+        3 => {
+            parallel_copy(&copy_from, &mut copy_to, threads);
+            Ok(())
+        }
+        _ => reference::relayout_converted(&job.src, &src, &job.dst, &mut dst, c, None),
+    })?;
+    Ok(Row {
+        case: job.name.clone(),
+        conversion: c,
+        bytes,
+        threads,
+        gbps: secs.map(|s| bytes as f64 / s / 1e9),
+    })
+}
