@@ -149,29 +149,41 @@ fn vectors_for(n: usize, lane_bits: u32) -> usize {
 }
 
 impl Emitter<'_> {
-    /// Converts the first `n` source elements of `v` (a 16-byte vector) and stores them, as
-    /// `n` destination elements, at byte offset `at` from `d`.
-    pub(super) fn store_converted(&mut self, route: Route, v: Value, n: usize, d: Value, at: i64) {
-        let out = self.convert(route, v, n);
+    /// Converts the first `n` source elements of `vs` (16-byte vectors of consecutive
+    /// elements) and stores them, as `n` destination elements, at byte offset `at` from `d`.
+    pub(super) fn store_converted(
+        &mut self,
+        route: Route,
+        vs: &[Value],
+        n: usize,
+        d: Value,
+        at: i64,
+    ) {
+        let out = self.convert(route, vs, n);
         let mut bytes = n as i64 * self.dst_size;
         let mut at = at;
         for reg in out {
-            if bytes <= 0 {
-                break;
-            }
-            let (base, offset) = self.address(d, at);
             if bytes >= VECTOR_BYTES as i64 {
+                let (base, offset) = self.address(d, at);
                 let reg = self.bitcast(types::I8X16, reg);
                 self.b.ins().store(self.flags, reg, base, offset);
-            } else {
-                let lane = int_scalar(bytes as u32 * 8);
-                let reg = self.bitcast(int_vector(bytes as u32 * 8), reg);
-                let x = self.b.ins().extractlane(reg, 0);
-                debug_assert_eq!(self.b.func.dfg.value_type(x), lane);
-                self.b.ins().store(self.flags, x, base, offset);
+                at += VECTOR_BYTES as i64;
+                bytes -= VECTOR_BYTES as i64;
+                continue;
             }
-            at += VECTOR_BYTES as i64;
-            bytes -= VECTOR_BYTES as i64;
+            // The last, partly filled vector: its low bytes, in pieces of 8, 4, 2 and 1.
+            let mut within = 0;
+            for width in [8, 4, 2, 1] {
+                while bytes >= width {
+                    let lanes = self.bitcast(int_vector(width as u32 * 8), reg);
+                    let x = self.b.ins().extractlane(lanes, (within / width) as u8);
+                    let (base, offset) = self.address(d, at + within);
+                    self.b.ins().store(self.flags, x, base, offset);
+                    within += width;
+                    bytes -= width;
+                }
+            }
+            break;
         }
     }
 
@@ -193,16 +205,16 @@ impl Emitter<'_> {
                 self.b.ins().scalar_to_vector(int_vector(bits), x)
             }
         };
-        self.store_converted(route, v, 1, d, 0);
+        self.store_converted(route, &[v], 1, d, 0);
     }
 
     /// The destination bytes of the first `n` source elements of `v`, in 16-byte vectors (the
     /// last one partly filled when the bytes do not fill it).
-    fn convert(&mut self, route: Route, v: Value, n: usize) -> Vec<Value> {
+    fn convert(&mut self, route: Route, vs: &[Value], n: usize) -> Vec<Value> {
         match route {
             Route::Integer { from, to } => {
-                let x = self.bitcast(int_vector(from.bits), v);
-                self.integer(vec![x], n, from, to)
+                let x = self.casts(int_vector(from.bits), vs);
+                self.integer(x, n, from, to)
             }
             Route::Float {
                 from,
@@ -212,7 +224,7 @@ impl Emitter<'_> {
                 compute,
                 affine,
             } => {
-                let mut lanes = self.decode(v, n, from, decode, wide);
+                let mut lanes = self.decode(vs, n, from, decode, wide);
                 lanes = self.change_float(lanes, n, compute);
                 if let Some((scale, shift)) = affine {
                     lanes = self.affine(lanes, scale, shift);
@@ -262,6 +274,11 @@ impl Emitter<'_> {
     }
 
     /// `value` (wrapped to the lane width) in every lane of `ty`.
+    /// Each of `vs` reinterpreted as `ty`.
+    fn casts(&mut self, ty: Type, vs: &[Value]) -> Vec<Value> {
+        vs.iter().map(|&v| self.bitcast(ty, v)).collect()
+    }
+
     fn int_splat(&mut self, ty: Type, value: i128) -> Value {
         let bits = ty.lane_bits();
         let value = if bits < 64 {
@@ -329,16 +346,23 @@ impl Emitter<'_> {
     }
 
     /// The first `n` elements of `v`, of type `from`, as float lanes of `lanes`.
-    fn decode(&mut self, v: Value, n: usize, from: DType, lanes: Float, wide: Rounding) -> Lanes {
+    fn decode(
+        &mut self,
+        vs: &[Value],
+        n: usize,
+        from: DType,
+        lanes: Float,
+        wide: Rounding,
+    ) -> Lanes {
         if lanes == Float::F64 {
             return match from {
                 DType::F64 => Lanes {
                     ty: types::F64X2,
-                    regs: vec![self.bitcast(types::F64X2, v)],
+                    regs: self.casts(types::F64X2, vs),
                 },
                 DType::I32 | DType::U32 => {
-                    let x = self.bitcast(types::I32X4, v);
-                    let wide = self.widen(vec![x], n, 32, from == DType::I32);
+                    let x = self.casts(types::I32X4, vs);
+                    let wide = self.widen(x, n, 32, from == DType::I32);
                     let regs = wide
                         .into_iter()
                         .map(|w| {
@@ -353,37 +377,47 @@ impl Emitter<'_> {
                     }
                 }
                 DType::I64 | DType::U64 => {
-                    let x = self.bitcast(types::I64X2, v);
                     let signed = from == DType::I64;
-                    let reg = self.lane_by_lane(x, 2, types::F64X2, |e, x| match (wide, signed) {
-                        (Rounding::Odd, _) => e.int64_to_f64_odd(x, signed),
-                        (Rounding::Nearest, true) => e.b.ins().fcvt_from_sint(types::F64, x),
-                        (Rounding::Nearest, false) => e.b.ins().fcvt_from_uint(types::F64, x),
-                    });
+                    let regs = self
+                        .casts(types::I64X2, vs)
+                        .into_iter()
+                        .map(|x| {
+                            self.lane_by_lane(x, 2, types::F64X2, |e, x| match (wide, signed) {
+                                (Rounding::Odd, _) => e.int64_to_f64_odd(x, signed),
+                                (Rounding::Nearest, true) => {
+                                    e.b.ins().fcvt_from_sint(types::F64, x)
+                                }
+                                (Rounding::Nearest, false) => {
+                                    e.b.ins().fcvt_from_uint(types::F64, x)
+                                }
+                            })
+                        })
+                        .collect();
                     Lanes {
                         ty: types::F64X2,
-                        regs: vec![reg],
+                        regs,
                     }
                 }
                 _ => {
-                    let single = self.decode(v, n, from, Float::F32, wide);
+                    let single = self.decode(vs, n, from, Float::F32, wide);
                     self.change_float(single, n, Float::F64)
                 }
             };
         }
         let regs = match from {
-            DType::F32 => vec![self.bitcast(types::F32X4, v)],
+            DType::F32 => self.casts(types::F32X4, vs),
             DType::I32 | DType::U32 => {
-                let x = self.bitcast(types::I32X4, v);
-                vec![if from == DType::I32 {
-                    self.b.ins().fcvt_from_sint(types::F32X4, x)
-                } else {
-                    self.b.ins().fcvt_from_uint(types::F32X4, x)
-                }]
+                let ints = self.casts(types::I32X4, vs);
+                ints.into_iter()
+                    .map(|x| match from {
+                        DType::I32 => self.b.ins().fcvt_from_sint(types::F32X4, x),
+                        _ => self.b.ins().fcvt_from_uint(types::F32X4, x),
+                    })
+                    .collect()
             }
             DType::F16 | DType::BF16 => {
-                let x = self.bitcast(types::I16X8, v);
-                let wide = self.widen(vec![x], n, 16, false);
+                let x = self.casts(types::I16X8, vs);
+                let wide = self.widen(x, n, 16, false);
                 wide.into_iter()
                     .map(|h| match from {
                         DType::F16 => self.half_to_single(h),
@@ -396,7 +430,7 @@ impl Emitter<'_> {
                 let Some(Kind::Int { bits, signed }) = Kind::of(from) else {
                     unreachable!("decode into f32 lanes of {from}")
                 };
-                let mut regs = vec![self.bitcast(int_vector(bits), v)];
+                let mut regs = self.casts(int_vector(bits), vs);
                 let mut b = bits;
                 while b < 32 {
                     regs = self.widen(regs, n, b, signed);

@@ -100,12 +100,17 @@ impl Emitter<'_> {
         let unroll = COPY_UNROLL as usize;
         let blocks = Loop::contiguous(len / (lanes * unroll))
             .stepping(lanes * unroll, len / (lanes * unroll));
+        // The vectors of a block convert together, so that narrowing packs them into whole
+        // destination vectors.
         let block = |e: &mut Self, s: Value, d: Value, vectors: usize| {
-            for i in 0..vectors {
-                let at = (i * lanes) as i64;
-                let (base, offset) = e.address(s, at * e.src_size);
-                let v = e.b.ins().load(types::I8X16, e.flags, base, offset);
-                e.store_converted(route, v, lanes, d, at * e.dst_size);
+            let loaded: Vec<Value> = (0..vectors)
+                .map(|i| {
+                    let (base, offset) = e.address(s, (i * lanes) as i64 * e.src_size);
+                    e.b.ins().load(types::I8X16, e.flags, base, offset)
+                })
+                .collect();
+            if !loaded.is_empty() {
+                e.store_converted(route, &loaded, vectors * lanes, d, 0);
             }
         };
         self.fixed_loop(blocks, s, d, |e, s, d| block(e, s, d, unroll));

@@ -302,7 +302,7 @@ impl Emitter<'_> {
             let (r, b) = bytes[0];
             let at = (tile.dst_of)(r, b / elem) * self.dst_size;
             match self.route {
-                Some(route) => self.store_converted(route, reg, lanes, d, at),
+                Some(route) => self.store_converted(route, &[reg], lanes, d, at),
                 None => {
                     let (base, offset) = self.address(d, at);
                     self.b.ins().store(self.flags, reg, base, offset);
