@@ -366,3 +366,75 @@ fn bad_files_are_one_line_errors_and_leave_out_alone() {
         reference_bytes(src, dst, 4, &data)
     );
 }
+
+#[test]
+fn conversions_write_the_destination_type() {
+    use relayout::{reference::relayout_converted, Conversion, DType};
+    let dir = Dir::new();
+    let (plain, tiled) = ("xla:f32[24,40]{1,0}", "xla:bf16[24,40]{1,0:T(8,16)}");
+    let data = pattern_bytes(24 * 40, 4);
+    let a = dir.write("a.npy", &npy_bytes("<f4", &[24, 40], false, &data));
+    let t = dir.path("t.npy");
+    // The XLA destination names bf16: stored as '<u2' (NumPy has no bf16), padding -1.
+    convert(
+        &[
+            "--src",
+            plain,
+            "--dst",
+            tiled,
+            "--pad-value",
+            "-1",
+            "--slab-bytes",
+            "640",
+            s(&a),
+            s(&t),
+        ],
+        true,
+    );
+    let (src, dst) = (Layout::parse(plain).unwrap(), Layout::parse(tiled).unwrap());
+    let input: Vec<u32> = data
+        .chunks(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let mut want = vec![0u16; dst.cosize()];
+    let c = Conversion::new(DType::F32, DType::BF16).unwrap();
+    relayout_converted(&src, &input, &dst, &mut want, c, Some(0xbf80)).unwrap();
+    let want: Vec<u8> = want.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(
+        npy_data(&std::fs::read(&t).unwrap(), "<u2", dst.cosize()),
+        want
+    );
+    // --to with a scale: f32 to i8, '<i1'.
+    let q = dir.path("q.npy");
+    let col = "cute:(24,40):(1,24)";
+    convert(
+        &[
+            "--src",
+            plain,
+            "--dst",
+            col,
+            "--to",
+            "i8",
+            "--scale",
+            "0.5",
+            s(&a),
+            s(&q),
+        ],
+        true,
+    );
+    let c = Conversion::new(DType::F32, DType::I8)
+        .unwrap()
+        .affine(0.5, 0.0)
+        .unwrap();
+    let mut want = vec![0u8; 24 * 40];
+    relayout_converted(
+        &src,
+        &input,
+        &Layout::parse(col).unwrap(),
+        &mut want,
+        c,
+        None,
+    )
+    .unwrap();
+    assert_eq!(npy_data(&std::fs::read(&q).unwrap(), "|i1", 24 * 40), want);
+}

@@ -168,29 +168,6 @@ impl Pair {
     }
 }
 
-/// The element type from `--dtype` and the types the layouts name; they must agree, and the
-/// type must be one that relayouts ([`Error::Unsupported`] for the sub-byte types and `c128`).
-fn element_type(
-    flag: Option<&str>,
-    src: Option<DType>,
-    dst: Option<DType>,
-) -> Result<ValueType, Error> {
-    let flag = flag.map(str::parse::<DType>).transpose()?;
-    let named: Vec<DType> = [flag, src, dst].into_iter().flatten().collect();
-    let dtype = match named.split_first() {
-        None => DType::F32,
-        Some((first, rest)) => match rest.iter().find(|t| *t != first) {
-            Some(other) => {
-                return Err(Error::ElementType(format!(
-                    "conflicting element types {first} and {other} (from --dtype and the layouts)"
-                )))
-            }
-            None => *first,
-        },
-    };
-    ValueType::new(dtype)
-}
-
 /// The source and destination element types from `--dtype`, `--to` and the types the layouts
 /// name: `--dtype` and the source layout's type must agree, as must `--to` and the
 /// destination's. The source's type defaults to f32 (or, without `--to`, the destination

@@ -311,7 +311,13 @@ impl BenchArgs {
     fn jobs(&self, size: Size) -> Result<Vec<Job>, Error> {
         if let (Some(src), Some(dst)) = (&self.src, &self.dst) {
             let (src, dst) = (notation::parse(src)?, notation::parse(dst)?);
-            let dtype = crate::element_type(self.dtype.as_deref(), src.dtype, dst.dtype)?.dtype();
+            let (values, _) = crate::element_types(
+                self.dtype.as_deref(),
+                self.to.as_deref(),
+                src.dtype,
+                dst.dtype,
+            )?;
+            let dtype = values.dtype();
             return Ok(vec![Job {
                 name: "custom".into(),
                 dtype,

@@ -10,9 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use relayout::{compile_relayout_with, notation, DType, Error, Layout, Options};
-
-use crate::values::ValueType;
+use relayout::{compile_relayout_with, notation, Conversion, Error, Layout, Options};
 
 use files::{is_npy, Input, Output};
 
@@ -25,7 +23,9 @@ in .npy is a NumPy array: the input's element type must be T (types NumPy lacks,
 are stored as unsigned integers of their size), it may have any C-ordered shape holding \
 cosize(src) elements, and the output is a 1-D array of cosize(dst) elements. Any other file is \
 raw little-endian data of exactly that many elements. T is --dtype, or the element type the \
-layouts name (XLA's), or the input .npy's, or f32.
+layouts name (XLA's), or the input .npy's, or f32. With --to (or an XLA destination that names \
+another type), every element is converted on the way, and --scale and --shift apply \
+y = scale * x + shift; the output then holds the destination's type.
 
 The input is memory-mapped and read once. OUT is written to a temporary file in its directory and \
 renamed into place when complete, so a failure leaves OUT as it was. Destination padding slots \
@@ -53,7 +53,18 @@ pub struct ConvertArgs {
     /// Threads for the kernel.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
-    /// Value written to the destination's padding slots (which otherwise hold zeros).
+    /// Convert to this element type on the way (u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32
+    /// f64; an XLA destination layout names it too); the output holds this type.
+    #[arg(long)]
+    to: Option<String>,
+    /// Multiply every element by this on the way: y = scale * x + shift (see `relayout apply`).
+    #[arg(long, allow_hyphen_values = true)]
+    scale: Option<f64>,
+    /// Add this to every element on the way (see --scale).
+    #[arg(long, allow_hyphen_values = true)]
+    shift: Option<f64>,
+    /// Value written to the destination's padding slots (which otherwise hold zeros), a value
+    /// of the destination's type.
     #[arg(long, allow_hyphen_values = true)]
     pad_value: Option<String>,
     /// The source buffer: a .npy file, or raw little-endian data.
@@ -75,32 +86,40 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
     let src = notation::parse(&args.src)?;
     let dst = notation::parse(&args.dst)?;
     let input = Input::open(&args.input)?;
-    let values = match (&args.dtype, src.dtype, dst.dtype, input.named_dtype()) {
-        (None, None, None, named) => ValueType::new(named?.unwrap_or(DType::F32))?,
-        _ => crate::element_type(args.dtype.as_deref(), src.dtype, dst.dtype)?,
+    // Without a type from the flags or the layouts, the input .npy's type is the source's.
+    let named = match (&args.dtype, src.dtype) {
+        (None, None) => input.named_dtype()?.map(|t| t.name()),
+        _ => None,
     };
+    let dtype_flag = args.dtype.as_deref().or(named);
+    let (values, dst_values) =
+        crate::element_types(dtype_flag, args.to.as_deref(), src.dtype, dst.dtype)?;
     let dtype = values.dtype();
     let (src, dst) = (src.layout, dst.layout);
     input.check(dtype, src.cosize())?;
     let pad = args
         .pad_value
         .as_deref()
-        .map(|v| values.parse(v))
+        .map(|v| dst_values.parse(v))
         .transpose()?;
+    let mut conversion = Conversion::new(dtype, dst_values.dtype())?;
+    if args.scale.is_some() || args.shift.is_some() {
+        conversion = conversion.affine(args.scale.unwrap_or(1.0), args.shift.unwrap_or(0.0))?;
+    }
     let options = Options::new()
-        .dtype(dtype)
+        .convert(conversion)
         .threads(usize::from(args.threads));
     // Compiling first reports a shape mismatch or a destination that is not injective before
     // any file is created.
     compile_relayout_with(&src, &dst, options)?;
 
-    let size = dtype.size();
+    let (size, dst_size) = (dtype.size(), dst_values.dtype().size());
     let data_bytes = dst
         .cosize()
-        .checked_mul(size)
+        .checked_mul(dst_size)
         .ok_or_else(|| Error::Overflow(format!("a destination of {} elements", dst.cosize())))?;
     let header = if is_npy(&args.output) {
-        npy::header_1d(dtype, dst.cosize())
+        npy::header_1d(dst_values.dtype(), dst.cosize())
     } else {
         Vec::new()
     };
@@ -108,8 +127,8 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
     let mut output = Output::create(&args.output, &header, data_bytes)?;
     if let Some(bits) = pad {
         let bytes = bits.to_le_bytes();
-        for slot in output.data().chunks_exact_mut(size) {
-            slot.copy_from_slice(&bytes[..size]);
+        for slot in output.data().chunks_exact_mut(dst_size) {
+            slot.copy_from_slice(&bytes[..dst_size]);
         }
     }
     let total = (src.size() * size) as u64;
@@ -162,9 +181,9 @@ unsafe fn run_part(
     at_dst: i64,
 ) -> Result<(), Error> {
     let kernel = compile_relayout_with(src, dst, options)?;
-    let size = kernel.plan().elem_size() as isize;
-    let from = from.wrapping_offset(at_src as isize * size);
-    let to = to.wrapping_offset(at_dst as isize * size);
+    let plan = kernel.plan();
+    let from = from.wrapping_offset(at_src as isize * plan.elem_size() as isize);
+    let to = to.wrapping_offset(at_dst as isize * plan.dst_elem_size() as isize);
     // SAFETY: forwarded from the caller: the kernel reads and writes only the layouts'
     // elements, which lie inside the buffers.
     unsafe { kernel.run_raw(from, to) };
