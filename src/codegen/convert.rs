@@ -415,15 +415,23 @@ impl Emitter<'_> {
                     })
                     .collect()
             }
-            DType::F16 | DType::BF16 => {
+            DType::F16 => {
                 let x = self.casts(types::I16X8, vs);
                 let wide = self.widen(x, n, 16, false);
-                wide.into_iter()
-                    .map(|h| match from {
-                        DType::F16 => self.half_to_single(h),
-                        _ => self.brain_to_single(h),
-                    })
-                    .collect()
+                wide.into_iter().map(|h| self.half_to_single(h)).collect()
+            }
+            DType::BF16 => {
+                let wanted = vectors_for(n, 32);
+                let mut regs = Vec::with_capacity(wanted);
+                for x in self.casts(types::I16X8, vs) {
+                    let x = self.quiet_brain_nans(x);
+                    for high in [false, true] {
+                        if regs.len() < wanted {
+                            regs.push(self.brain_half_to_single(x, high));
+                        }
+                    }
+                }
+                regs
             }
             _ => {
                 // The 8- and 16-bit integers: widened to i32, whose conversion is exact.
@@ -599,28 +607,20 @@ impl Emitter<'_> {
         out
     }
 
-    /// Rounded f32 lanes (`regs`) as integers of `to` (at most 32 bits): clamped to its range
-    /// while still floats, converted (NaN to 0), and narrowed with saturating packs.
+    /// Rounded f32 lanes (`regs`) as integers of `to` (at most 32 bits): converted (NaN to 0)
+    /// and narrowed with saturating packs.
     fn single_to_small_int(&mut self, regs: Vec<Value>, to: Int) -> Vec<Value> {
+        // To i32 (saturating, NaN to 0), then the saturating packs clamp to the narrower range
+        // (a float clamp before the conversion would cost more: Cranelift's vector min and max
+        // handle NaN and signed zeros in several instructions).
         let ints: Vec<Value> = regs
             .into_iter()
             .map(|x| match to {
-                Int { bits: 32, signed } => {
-                    if signed {
-                        self.b.ins().fcvt_to_sint_sat(types::I32X4, x)
-                    } else {
-                        self.b.ins().fcvt_to_uint_sat(types::I32X4, x)
-                    }
-                }
-                _ => {
-                    let (lo, hi) = (
-                        self.f32_splat(to.min() as f32),
-                        self.f32_splat(to.max() as f32),
-                    );
-                    let x = self.b.ins().fmax(x, lo);
-                    let x = self.b.ins().fmin(x, hi);
-                    self.b.ins().fcvt_to_sint_sat(types::I32X4, x)
-                }
+                Int {
+                    bits: 32,
+                    signed: false,
+                } => self.b.ins().fcvt_to_uint_sat(types::I32X4, x),
+                _ => self.b.ins().fcvt_to_sint_sat(types::I32X4, x),
             })
             .collect();
         match to.bits {
@@ -769,22 +769,37 @@ impl Emitter<'_> {
         self.bitcast(types::F32X4, bits)
     }
 
-    /// bf16 bits (zero-extended in i32 lanes) as f32 lanes, NaNs made quiet.
-    fn brain_to_single(&mut self, h: Value) -> Value {
-        let bits = self.b.ins().ishl_imm_u(h, 16);
-        let bits = self.quiet_single_nans(bits);
-        self.bitcast(types::F32X4, bits)
+    /// bf16 bits with every NaN's quiet bit set (done on the 16-bit lanes, before widening,
+    /// where a vector holds twice as many).
+    fn quiet_brain_nans(&mut self, x: Value) -> Value {
+        let abs = self.int_splat(types::I16X8, 0x7fff);
+        let magnitude = self.b.ins().band(x, abs);
+        let inf = self.int_splat(types::I16X8, 0x7f80);
+        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, magnitude, inf);
+        let quiet = self.int_splat(types::I16X8, 0x0040);
+        let quiet = self.b.ins().band(is_nan, quiet);
+        self.b.ins().bor(x, quiet)
     }
 
-    /// f32 bits with every NaN's quiet bit set.
-    fn quiet_single_nans(&mut self, bits: Value) -> Value {
-        let abs = self.int_splat(types::I32X4, 0x7fff_ffff);
-        let magnitude = self.b.ins().band(bits, abs);
-        let inf = self.int_splat(types::I32X4, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, magnitude, inf);
-        let quiet = self.int_splat(types::I32X4, 0x0040_0000);
-        let quiet = self.b.ins().band(is_nan, quiet);
-        self.b.ins().bor(bits, quiet)
+    /// The low (or high) four bf16 lanes of `x` as f32 lanes: each the high half of a 32-bit
+    /// lane whose low half is zero (one unpack instruction).
+    fn brain_half_to_single(&mut self, x: Value, high: bool) -> Value {
+        let mut mask = [0u8; VECTOR_BYTES];
+        let first = if high { 8 } else { 0 };
+        for (i, m) in mask.iter_mut().enumerate() {
+            let (word, byte) = (i / 4, i % 4);
+            // Bytes 0 and 1 of each lane from the zero vector, 2 and 3 from `x`: the pattern
+            // of `punpcklwd`/`punpckhwd` (zero, x).
+            *m = match byte {
+                0 | 1 => (first + 2 * word + byte) as u8,
+                _ => (VECTOR_BYTES + first + 2 * word + byte - 2) as u8,
+            };
+        }
+        let zero = self.int_splat(types::I8X16, 0);
+        let x = self.bitcast(types::I8X16, x);
+        let mask = self.shuffle_mask(&mask);
+        let bits = self.b.ins().shuffle(zero, x, mask);
+        self.bitcast(types::F32X4, bits)
     }
 
     /// f32 bits as bf16 bits (in i32 lanes), rounded to nearest even; NaNs quiet.

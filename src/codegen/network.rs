@@ -278,6 +278,15 @@ impl Emitter<'_> {
     /// Loads the tile's registers from `s`, runs the network, and stores each output register
     /// where its first element belongs (the network guarantees its lanes are consecutive there).
     pub(super) fn shuffle_tile(&mut self, tile: &Tile, s: Value, d: Value) {
+        let lanes = VECTOR_BYTES / self.src_size as usize;
+        for (reg, at) in self.shuffled(tile, s) {
+            self.store_vectors(&[reg], lanes, d, at * self.dst_size);
+        }
+    }
+
+    /// Loads the tile's registers from `s` and runs the network: each output register, with
+    /// the destination element (from the tile's `d`) of its first lane.
+    pub(super) fn shuffled(&mut self, tile: &Tile, s: Value) -> Vec<(Value, i64)> {
         let elem = self.src_size as usize;
         let mut regs: Vec<Value> = tile
             .load_at
@@ -297,14 +306,23 @@ impl Emitter<'_> {
             regs = next;
         }
         let outputs = tile.network.outputs.iter().map(|&o| regs[o]);
-        let lanes = VECTOR_BYTES / elem;
-        for (reg, bytes) in outputs.zip(tile.network.simulate()) {
-            let (r, b) = bytes[0];
-            let at = (tile.dst_of)(r, b / elem) * self.dst_size;
-            match self.route {
-                Some(route) => self.store_converted(route, &[reg], lanes, d, at),
-                None => {
-                    let (base, offset) = self.address(d, at);
+        outputs
+            .zip(tile.network.simulate())
+            .map(|(reg, bytes)| {
+                let (r, b) = bytes[0];
+                (reg, (tile.dst_of)(r, b / elem))
+            })
+            .collect()
+    }
+
+    /// Stores `regs`, vectors of `n` consecutive source elements in all, at byte `at` from `d`:
+    /// as they are, or converted.
+    pub(super) fn store_vectors(&mut self, regs: &[Value], n: usize, d: Value, at: i64) {
+        match self.route {
+            Some(route) => self.store_converted(route, regs, n, d, at),
+            None => {
+                for (k, &reg) in regs.iter().enumerate() {
+                    let (base, offset) = self.address(d, at + (k * VECTOR_BYTES) as i64);
                     self.b.ins().store(self.flags, reg, base, offset);
                 }
             }
