@@ -1,7 +1,8 @@
 //! `relayout bench --conversions` (or a pair with `--to`): relayouts that convert element types,
 //! timed fused (one kernel converts as it moves) against the same work in two passes (the
-//! relayout, then a conversion of the whole destination), the relayout alone without
-//! converting, memcpy of the larger side's bytes and the naive per-element loop.
+//! relayout, then a conversion of the whole destination), the same relayout without converting
+//! (of elements of the larger of the two types, so that it moves as many bytes as the larger
+//! side), memcpy of the larger side's bytes and the naive per-element loop.
 
 use relayout::suite::PageAligned;
 use relayout::{compile_relayout_with, reference, Conversion, Element, Error, Layout, Options};
@@ -134,7 +135,10 @@ fn measure_as<S: Element, D: Element>(
     let c = job.conversion;
     let options = Options::new().threads(threads);
     let fused = compile_relayout_with(&job.src, &job.dst, options.convert(c))?;
-    let plain = compile_relayout_with(&job.src, &job.dst, options.dtype(c.from_type()))?;
+    let relayout = compile_relayout_with(&job.src, &job.dst, options.dtype(c.from_type()))?;
+    let widens = c.to_type().size() > c.from_type().size();
+    let wider = if widens { c.to_type() } else { c.from_type() };
+    let plain = compile_relayout_with(&job.src, &job.dst, options.dtype(wider))?;
     // The second pass converts the whole destination buffer, in place of nothing: a converting
     // copy of its slots (the fastest pass relayout has for it).
     let flat = Layout::row_major(&[job.dst.cosize().max(1)])?;
@@ -142,6 +146,11 @@ fn measure_as<S: Element, D: Element>(
     let src = PageAligned::from_fn(job.src.cosize(), |i| S::from_bits(i as u64));
     let mut middle = PageAligned::filled(job.dst.cosize().max(1), S::from_bits(0));
     let mut dst = PageAligned::filled(job.dst.cosize().max(1), D::from_bits(u64::MAX));
+    // The unconverted relayout of the wider type reads a source of that type (the destination
+    // type's, when the conversion widens) into `dst`, or else `src` into `middle`.
+    let wide_src = PageAligned::from_fn(if widens { job.src.cosize() } else { 0 }, |i| {
+        D::from_bits(i as u64)
+    });
     let elements = job.src.size();
     let bytes = elements * c.from_type().size().max(c.to_type().size());
     let copy_from = PageAligned::from_fn(bytes, |i| i as u8);
@@ -151,9 +160,10 @@ fn measure_as<S: Element, D: Element>(
     let secs = timing::interleaved_medians(five, |i| match i {
         0 => fused.run(&src, &mut dst),
         1 => {
-            plain.run(&src, &mut middle)?;
+            relayout.run(&src, &mut middle)?;
             second.run(&middle, &mut dst)
         }
+        2 if widens => plain.run(&wide_src, &mut dst),
         2 => plain.run(&src, &mut middle),
         3 => {
             parallel_copy(&copy_from, &mut copy_to, threads);

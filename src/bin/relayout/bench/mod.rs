@@ -37,7 +37,13 @@ GB/s counts the tensor's element bytes moved one way, the same for every contend
 relayout's GB/s over memcpy's, speed-up relayout's over the naive loop's; compile µs is the median \
 time of nine fresh compiles of the kernel (planning and Cranelift, the kernel cache bypassed) \
 after a first one. Figures depend on the machine and on \
-what else runs on it.";
+what else runs on it.
+
+With --conversions (or a --src/--dst pair that converts, with --to or XLA types), the suite's \
+converting relayouts are timed instead: fused (the kernel converts as it moves), two passes (the \
+relayout in the source type, then a conversion of the whole destination), the same relayout \
+without conversion in the larger of the two types, memcpy of the larger side's bytes and the \
+naive loop; GB/s count the larger side's bytes.";
 
 /// Fresh compiles of each kernel whose median is the compile column.
 const COMPILES: usize = 9;
