@@ -138,3 +138,10 @@ def test_large_results_start_on_a_page():
     assert not t.any()
     small = relayout.transpose(np.zeros((4, 4), np.float32))
     assert small.flags.owndata
+
+
+def test_empty_arrays_transpose_to_empty_arrays():
+    # NumPy arrays with a zero extent are tensors of no elements; so are their layouts.
+    for shape, axes in [((0, 3), (1, 0)), ((2, 0, 4), (2, 0, 1)), ((0,), (0,))]:
+        check(np.zeros(shape, np.float32), axes)
+    assert relayout.Layout("cute:(0,4):(4,1)").cosize == 0
