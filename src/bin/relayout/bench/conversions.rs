@@ -19,7 +19,7 @@ pub struct ConversionJob {
 }
 
 /// Column names of `--format tsv`, in order.
-const TSV_COLUMNS: [&str; 12] = [
+const TSV_COLUMNS: [&str; 13] = [
     "case",
     "conversion",
     "bytes",
@@ -32,10 +32,11 @@ const TSV_COLUMNS: [&str; 12] = [
     "fused_over_two_pass",
     "fused_over_unconverted",
     "fused_over_memcpy",
+    "compile_us",
 ];
 
 /// Column headings of the table and markdown formats.
-const HEADINGS: [&str; 12] = [
+const HEADINGS: [&str; 13] = [
     "case",
     "conversion",
     "bytes",
@@ -48,9 +49,10 @@ const HEADINGS: [&str; 12] = [
     "÷ 2-pass",
     "÷ plain",
     "÷ memcpy",
+    "compile µs",
 ];
 
-const WIDTHS: [usize; 12] = [22, 14, 10, 7, 10, 11, 10, 11, 10, 8, 7, 8];
+const WIDTHS: [usize; 13] = [22, 14, 10, 7, 10, 11, 10, 11, 10, 8, 7, 8, 10];
 
 /// What was measured for one job; GB/s count the larger side's bytes.
 struct Row {
@@ -60,6 +62,8 @@ struct Row {
     threads: usize,
     /// GB/s of: fused, two passes, the relayout without conversion, memcpy, the naive loop.
     gbps: [f64; 5],
+    /// Median microseconds of fresh compiles of the fused kernel.
+    compile_us: f64,
 }
 
 impl Row {
@@ -81,6 +85,7 @@ impl Row {
         ];
         cells.extend([fused, two_pass, plain, memcpy, naive].map(significant));
         cells.extend([fused / two_pass, fused / plain, fused / memcpy].map(significant));
+        cells.push(format!("{:.0}", self.compile_us));
         cells
     }
 }
@@ -99,7 +104,7 @@ pub fn run(
     };
     write_row(&mut out, format, &headings, &WIDTHS)?;
     if format == Format::Markdown {
-        write_row(&mut out, format, &vec!["---".to_string(); 12], &WIDTHS)?;
+        write_row(&mut out, format, &vec!["---".to_string(); 13], &WIDTHS)?;
     }
     for job in jobs {
         let row = measure(job, threads, runs)?;
@@ -155,6 +160,12 @@ fn measure_as<S: Element, D: Element>(
     let bytes = elements * c.from_type().size().max(c.to_type().size());
     let copy_from = PageAligned::from_fn(bytes, |i| i as u8);
     let mut copy_to = PageAligned::filled(bytes, 0u8);
+    let compiles = (0..super::COMPILES)
+        .map(|_| {
+            let fresh = options.convert(c).cache(false);
+            Ok(compile_relayout_with(&job.src, &job.dst, fresh)?.compile_micros())
+        })
+        .collect::<Result<Vec<f64>, Error>>()?;
     let threads = fused.threads();
     let five = [runs[0], runs[0], runs[0], runs[1], runs[2]];
     let secs = timing::interleaved_medians(five, |i| match i {
@@ -177,5 +188,6 @@ fn measure_as<S: Element, D: Element>(
         bytes,
         threads,
         gbps: secs.map(|s| bytes as f64 / s / 1e9),
+        compile_us: timing::median(compiles),
     })
 }

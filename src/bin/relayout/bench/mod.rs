@@ -46,7 +46,7 @@ without conversion in the larger of the two types, memcpy of the larger side's b
 naive loop; GB/s count the larger side's bytes.";
 
 /// Fresh compiles of each kernel whose median is the compile column.
-const COMPILES: usize = 9;
+pub(super) const COMPILES: usize = 9;
 
 /// Column names of `--format tsv`, in order.
 const TSV_COLUMNS: [&str; 10] = [
