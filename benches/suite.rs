@@ -1,6 +1,8 @@
 //! The standard suite under criterion: relayout beside memcpy of the same bytes, the naive
-//! per-element loop, the `transpose` crate (cases that are batches of 2-D transposes) and
-//! ndarray's strided assign (every case, as a permutation of axes). Throughput is in bytes.
+//! per-element loop, the `transpose` crate (cases that are batches of 2-D transposes),
+//! ndarray's strided assign (every case, as a permutation of axes) and, with the `hptt` feature,
+//! HPTT (the f32 and f64 cases, one thread, through the `hptt` crate, which plans each call
+//! afresh). Throughput is in bytes.
 //!
 //! `cargo bench --bench suite` runs everything in minutes (10 flat samples per function);
 //! `cargo bench --bench suite -- t2d_f32_8000` runs one case. Without `--bench` (as under
@@ -14,7 +16,7 @@ use std::time::Duration;
 use criterion::{Bencher, Criterion, SamplingMode, Throughput};
 use ndarray::{ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, Dimension, IxDyn};
 use relayout::suite::{self, Case, PageAligned, Permutation, Size};
-use relayout::{compile_relayout_with, reference, Element, Layout, Options, Relayout};
+use relayout::{compile_relayout_with, reference, DType, Element, Layout, Options, Relayout};
 
 fn main() {
     let has = |flag: &str| std::env::args().any(|a| a == flag);
@@ -29,10 +31,13 @@ fn main() {
         .measurement_time(Duration::from_secs(1))
         .configure_from_args();
     for case in suite::cases(size) {
-        match case.dtype.size() {
-            1 => bench_case::<u8>(&mut criterion, &case),
-            2 => bench_case::<u16>(&mut criterion, &case),
-            4 => bench_case::<u32>(&mut criterion, &case),
+        // The float types as themselves, so that HPTT can take them.
+        match (case.dtype, case.dtype.size()) {
+            (DType::F32, _) => bench_case::<f32>(&mut criterion, &case),
+            (DType::F64, _) => bench_case::<f64>(&mut criterion, &case),
+            (_, 1) => bench_case::<u8>(&mut criterion, &case),
+            (_, 2) => bench_case::<u16>(&mut criterion, &case),
+            (_, 4) => bench_case::<u32>(&mut criterion, &case),
             _ => bench_case::<u64>(&mut criterion, &case),
         }
     }
@@ -131,7 +136,26 @@ fn bench_case<T: Element + PartialEq>(criterion: &mut Criterion, case: &Case) {
     contender("ndarray", &|s| {
         permuted_assign(&case.permutation, &s.src, &mut s.dst)
     });
+    #[cfg(feature = "hptt")]
+    if matches!(case.dtype, DType::F32 | DType::F64) {
+        contender("hptt", &|s| hptt_transpose(&case.permutation, s));
+    }
     group.finish();
+}
+
+/// HPTT's transpose of `s.src` into `s.dst` (f32 and f64 states only): its permutation is NumPy's
+/// axes, in row-major order.
+#[cfg(feature = "hptt")]
+fn hptt_transpose<T: 'static>(p: &Permutation, s: &mut State<T>) {
+    use hptt::MemoryOrder::RowMajor;
+    let any: &mut dyn std::any::Any = s;
+    if let Some(s) = any.downcast_mut::<State<f32>>() {
+        hptt::transpose_f32(&p.axes, 1.0, &s.src, &p.shape, 0.0, &mut s.dst, 1, RowMajor)
+            .expect("HPTT transposes the case");
+    } else if let Some(s) = any.downcast_mut::<State<f64>>() {
+        hptt::transpose_f64(&p.axes, 1.0, &s.src, &p.shape, 0.0, &mut s.dst, 1, RowMajor)
+            .expect("HPTT transposes the case");
+    }
 }
 
 /// `dst` (row-major) gets `src` viewed as a row-major array with its axes permuted, through
