@@ -89,11 +89,41 @@ pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
     (lo, hi)
 }
 
+/// Layouts up to this many elements have the exact span of their swizzled offsets; larger ones
+/// a bound rounded out to the swizzle's blocks.
+const SWIZZLED_SPAN_LIMIT: usize = 1 << 20;
+
+/// The smallest and largest swizzled offset of a swizzled, non-empty layout: exact up to
+/// [`SWIZZLED_SPAN_LIMIT`] elements, beyond that the affine span rounded out to whole blocks of
+/// the swizzle (which maps each block onto itself).
+pub(super) fn swizzled_span(layout: &Layout) -> (i128, i128) {
+    let Some(swizzle) = layout.swizzle else {
+        return offset_span(layout);
+    };
+    if layout.size() > SWIZZLED_SPAN_LIMIT {
+        let (lo, hi) = offset_span(layout);
+        return swizzle.span_bound(lo, hi);
+    }
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    for_each_coord(&layout.shape, |c| {
+        // Affine offsets are within MAX_OFFSET (the constructor checked).
+        let at = swizzle.apply(layout.affine_offset(c) as i64) as i128;
+        lo = lo.min(at);
+        hi = hi.max(at);
+    });
+    (lo, hi)
+}
+
 /// Whether no two coordinates share an offset (`None`: too large to decide); see
 /// [`Layout::injectivity`].
 pub(super) fn injectivity(layout: &Layout) -> Option<bool> {
     if layout.is_empty() {
         return Some(true); // No coordinates, so no two share an offset.
+    }
+    if layout.swizzle.is_some() {
+        // A swizzle is a bijection on offsets: two coordinates share a swizzled offset exactly
+        // when they share the affine one.
+        return injectivity(&layout.unswizzled());
     }
     let covered = (0..layout.rank())
         .all(|d| dim_chain(layout, d).is_some_and(|chain| chain_covers(layout, d, &chain)));

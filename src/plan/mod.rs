@@ -35,8 +35,8 @@ mod tactics;
 mod verify;
 
 pub use ir::{
-    CopyWrite, Flush, Indexed, Kernel, Loop, OffsetTerm, Plan, Region, TransposeTile,
-    TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
+    CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Plan, Region,
+    TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
 };
 pub use tactics::{BlockWrite, Blocking, LargeWrites, Tactics, Tiling};
 pub use verify::{Rule, Violation};
@@ -102,8 +102,12 @@ impl Plan {
             });
         }
         let rank = src.rank();
-        let mut boxes: Vec<Option<Vec<refine::DimBox>>> =
-            (0..rank).map(|d| refine::refine_dim(src, dst, d)).collect();
+        // A swizzle changes the offsets of whole digits: every dim of a swizzled pair is
+        // indexed, its offsets computed and swizzled at each point.
+        let swizzled = src.swizzle().is_some() || dst.swizzle().is_some();
+        let mut boxes: Vec<Option<Vec<refine::DimBox>>> = (0..rank)
+            .map(|d| refine::refine_dim(src, dst, d).filter(|_| !swizzled))
+            .collect();
         let region_count = |b: &[Option<Vec<refine::DimBox>>]| {
             b.iter()
                 .flatten()
@@ -117,16 +121,19 @@ impl Plan {
             }
         }
         let indexed_dims: Vec<usize> = (0..rank).filter(|&d| boxes[d].is_none()).collect();
-        let indexed = (!indexed_dims.is_empty()).then(|| {
+        // A swizzle needs the indexed loop even with no dims (a rank-0 layout's one offset).
+        let indexed = (!indexed_dims.is_empty() || swizzled).then(|| {
             let extents: Vec<usize> = indexed_dims.iter().map(|&d| src.shape()[d]).collect();
             Indexed {
                 src: offset_terms(src, &indexed_dims, &extents),
                 dst: offset_terms(dst, &indexed_dims, &extents),
                 extents,
+                src_swizzle: indexed_swizzle(src),
+                dst_swizzle: indexed_swizzle(dst),
             }
         });
-        let src_base = src.base() - src.buffer_start();
-        let dst_base = dst.base() - dst.buffer_start();
+        let src_base = outer_base(src);
+        let dst_base = outer_base(dst);
         let cx = schedule::Context {
             elem_size,
             target,
@@ -174,6 +181,24 @@ impl Plan {
     /// plan in debug builds.
     pub fn verify(&self) -> std::result::Result<(), Violation> {
         verify::verify(self)
+    }
+}
+
+/// The swizzle of a swizzled layout's indexed offsets, with the layout's base inside it.
+fn indexed_swizzle(layout: &Layout) -> Option<IndexedSwizzle> {
+    layout.swizzle().map(|swizzle| IndexedSwizzle {
+        swizzle,
+        base: layout.base(),
+    })
+}
+
+/// The part of a region's base that the layout gives outside any swizzle: the base and the
+/// buffer start for an affine layout, the buffer start alone for a swizzled one (whose base is
+/// swizzled with the indexed offsets).
+fn outer_base(layout: &Layout) -> i64 {
+    match layout.swizzle() {
+        Some(_) => -layout.buffer_start(),
+        None => layout.base() - layout.buffer_start(),
     }
 }
 
