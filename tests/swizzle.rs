@@ -6,7 +6,7 @@ mod common;
 
 use common::guard::{check_guarded, Run};
 use common::{check_pair, check_pair_pinned, run_cli, Pin};
-use relayout::plan::{Plan, Tactics};
+use relayout::plan::{Kernel, Plan, Tactics};
 use relayout::Layout;
 
 /// CuTe's swizzle from its definition in NVIDIA/cutlass `include/cute/swizzle.hpp`:
@@ -176,20 +176,148 @@ fn kernels_stay_inside_guarded_buffers() {
     }
 }
 
+/// The plan of a pair, checked by the verifier and the interpreter.
+fn plan(src: &Layout, dst: &Layout, elem_size: usize) -> Plan {
+    let plan = Plan::new(src, dst, elem_size).unwrap();
+    plan.verify().unwrap_or_else(|v| panic!("{v}\n{plan}"));
+    common::check_plan_moves_of(&plan, src, dst);
+    plan
+}
+
 #[test]
-fn plans_apply_the_swizzle_per_point() {
-    let plan = Plan::new(
+fn runs_of_two_to_the_m_move_as_vector_copies() {
+    // (swizzled, plain, 2^M): the swizzle leaves runs of 2^M contiguous on both sides, so each
+    // point of the indexed loop swizzles one run's offset and copies the run whole.
+    for (sw, plain, run) in [
+        (
+            "cute:Sw<3,4,3> o _0 o (8,64):(64,1)",
+            "cute:(8,64):(64,1)",
+            16,
+        ),
+        (
+            "cute:Sw<3,3,3> o _0 o (8,64):(64,1)",
+            "cute:(8,64):(64,1)",
+            8,
+        ),
+        (
+            "cute:Sw<3,3,3> o _0 o (_64,_8):(_1,_64)",
+            "cute:(64,8):(1,64)",
+            8,
+        ),
+        (
+            "cute:Sw<3,4,3> o _0 o (_64,_64,_2):(_64,_1,_4096)",
+            "cute:(64,64,2):(64,1,4096)",
+            16,
+        ),
+        (
+            "cute:Sw<3,4,3> o _0 o ((_8,_16),(_128,_1)):((_128,_1024),(_1,_0))",
+            "cute:(128,128):(128,1)",
+            16,
+        ),
+        (
+            "cute:Sw<2,4,-3> o 32 o (8,64):(64,1)",
+            "cute:(8,64):(64,1)",
+            16,
+        ),
+    ] {
+        let (sw, plain) = (parse(sw), parse(plain));
+        for elem_size in [1, 2, 4, 8] {
+            for (src, dst) in [(&sw, &plain), (&plain, &sw), (&sw, &sw)] {
+                let plan = plan(src, dst, elem_size);
+                let [region] = plan.regions() else {
+                    panic!("one region\n{plan}");
+                };
+                let ix = region.indexed.as_ref().expect("an indexed loop");
+                assert_eq!(ix.count() * run, sw.size(), "{plan}");
+                assert_eq!(region.kernel.elements(), run, "{plan}");
+                assert!(matches!(region.kernel, Kernel::Copy { .. }), "{plan}");
+                let swizzled = [(src, ix.src_swizzle), (dst, ix.dst_swizzle)];
+                for (layout, swizzle) in swizzled {
+                    assert_eq!(layout.swizzle(), swizzle.map(|s| s.swizzle), "{plan}");
+                }
+            }
+        }
+    }
+    let text = plan(
         &parse("cute:Sw<3,4,3> o _0 o (8,64):(64,1)"),
         &parse("cute:(8,64):(64,1)"),
-        2,
+        1,
     )
-    .unwrap();
-    plan.verify().unwrap();
-    let region = &plan.regions()[0];
-    let ix = region.indexed.as_ref().expect("an indexed loop");
+    .to_string();
     assert!(
-        ix.src_swizzle.is_some() && ix.dst_swizzle.is_none(),
-        "{plan}"
+        text.contains(
+            "for x in [8, 4] (indexed: src += Sw<3,4,3>(64*x0 + 16*x1), dst += 64*x0 + 16*x1)"
+        ) && text.contains("copy 16 contiguous elements"),
+        "{text}"
     );
-    assert!(plan.to_string().contains("Sw<3,4,3>("), "{plan}");
+}
+
+#[test]
+fn pairs_the_swizzle_cuts_into_elements_are_indexed_whole() {
+    // No run to keep (M = 0), an offset inside a run, runs of two lengths, a run that the next
+    // digit does not continue: every dim is indexed and each element swizzled on its own.
+    for (src, dst) in [
+        ("cute:Sw<2,0,-2> o 4 o (8,64):(64,1)", "cute:(8,64):(64,1)"),
+        ("cute:Sw<3,4,3> o 3 o (8,64):(64,1)", "cute:(8,64):(64,1)"),
+        (
+            "cute:Sw<3,4,3> o (8,64):(64,1)",
+            "cute:Sw<3,3,3> o (8,64):(64,1)",
+        ),
+        ("cute:Sw<3,4,3> o (8,64):(1,9)", "cute:(8,64):(64,1)"),
+    ] {
+        let (src, dst) = (parse(src), parse(dst));
+        for (a, b) in [(&src, &dst), (&dst, &src)] {
+            let plan = plan(a, b, 4);
+            for region in plan.regions() {
+                assert!(region.loops.is_empty(), "{plan}");
+                assert_eq!(region.kernel, Kernel::Element, "{plan}");
+                let ix = region.indexed.as_ref().expect("an indexed loop");
+                assert_eq!(ix.extents, a.shape(), "{plan}");
+            }
+            check_pair(a, b);
+        }
+    }
+}
+
+#[test]
+fn random_swizzled_pairs_take_both_routes() {
+    use common::random_layouts::{generate, shape, Choices, Kind, Role};
+    let (mut runs, mut elements) = (0, 0);
+    for seed in 0..600u64 {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut bytes = std::iter::from_fn(|| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            Some((state >> 24) as u8)
+        });
+        let mut c = Choices::new(&mut bytes);
+        let shape = shape(&mut c);
+        let Ok(generated) = generate(Kind::Swizzled, &shape, &mut c, Role::Destination) else {
+            continue;
+        };
+        let sw = generated.layout;
+        if !sw.is_injective() || sw.swizzle().is_none() {
+            continue;
+        }
+        let row = Layout::row_major(&shape).unwrap();
+        let plan = plan(&row, &sw, 2);
+        let indexed_whole = plan
+            .regions()
+            .iter()
+            .all(|r| r.kernel == Kernel::Element && r.loops.is_empty());
+        if indexed_whole {
+            elements += 1;
+        } else {
+            runs += 1;
+        }
+        if seed % 10 == 0 {
+            check_pair(&sw, &row);
+            check_pair(&row, &sw);
+        }
+    }
+    assert!(
+        runs > 40 && elements > 100,
+        "{runs} pairs move runs, {elements} element by element"
+    );
 }

@@ -179,9 +179,9 @@ impl Layout {
     /// This layout with its offsets swizzled: `offset(x) = swizzle(base + Σ digits)`, CuTe's
     /// `Sw<B,M,S> o base o layout`. An identity swizzle (`B = 0`) leaves the layout as it is.
     ///
-    /// The buffer ([`Layout::cosize`]) covers the swizzled offsets: exactly for layouts of up to
-    /// 2^20 elements, and rounded out to whole blocks of `2^top_bit` (see
-    /// [`Swizzle::top_bit`]) beyond. Fails with [`Error::Unsupported`] for a layout that is
+    /// The buffer ([`Layout::cosize`]) covers the swizzled offsets: exactly for compact layouts
+    /// and for layouts of up to 2^20 elements, and otherwise rounded out to whole blocks of
+    /// `2^top_bit` (see [`Swizzle::top_bit`]). Fails with [`Error::Unsupported`] for a layout that is
     /// already swizzled, and with [`Error::Overflow`] when the swizzled offsets reach beyond
     /// [`MAX_OFFSET`].
     ///

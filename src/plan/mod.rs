@@ -13,7 +13,10 @@
 //! region per partial tile, and large contiguous copies are split so that threads can share
 //! them. Dims whose digits do not refine (incompatible splits, fused XLA/TVM sources) are
 //! iterated by an [`Indexed`] loop that evaluates their offsets with division and modulo; every
-//! other dim is walked by pointer increments.
+//! other dim is walked by pointer increments. A swizzled layout's offsets are swizzled in the
+//! indexed loop, once per point ([`IndexedSwizzle`]); where the swizzle leaves runs of `2^M`
+//! offsets whole, the dims (or low parts of dims) inside a run are walked outside it, so that a
+//! point moves a run, and only the dims above are indexed (see `swizzle`).
 //!
 //! ```
 //! use relayout::{plan::{Kernel, Plan}, Layout};
@@ -31,6 +34,7 @@ mod interpret;
 pub mod ir;
 mod refine;
 mod schedule;
+mod swizzle;
 mod tactics;
 mod verify;
 
@@ -101,12 +105,24 @@ impl Plan {
                 regions: Vec::new(),
             });
         }
-        let rank = src.rank();
-        // A swizzle changes the offsets of whole digits: every dim of a swizzled pair is
-        // indexed, its offsets computed and swizzled at each point.
+        // A swizzle changes the offsets of whole digits, so the dims of a swizzled pair are
+        // indexed, their offsets computed and swizzled at each point; but where the swizzle
+        // leaves runs of 2^M contiguous, the pair is reshaped so that the dims (or low parts of
+        // dims) inside a run are loops outside the swizzle (see `swizzle`).
         let swizzled = src.swizzle().is_some() || dst.swizzle().is_some();
+        let (walked_src, walked_dst, loopable) = match swizzled.then(|| swizzle::split(src, dst)) {
+            None => (src.clone(), dst.clone(), vec![true; src.rank()]),
+            Some(None) => (src.clone(), dst.clone(), vec![false; src.rank()]),
+            Some(Some(split)) => (split.src, split.dst, split.low),
+        };
+        let (src_walked, dst_walked) = (&walked_src, &walked_dst);
+        let rank = src_walked.rank();
         let mut boxes: Vec<Option<Vec<refine::DimBox>>> = (0..rank)
-            .map(|d| refine::refine_dim(src, dst, d).filter(|_| !swizzled))
+            .map(|d| {
+                loopable[d]
+                    .then(|| refine::refine_dim(src_walked, dst_walked, d))
+                    .flatten()
+            })
             .collect();
         let region_count = |b: &[Option<Vec<refine::DimBox>>]| {
             b.iter()
@@ -123,10 +139,13 @@ impl Plan {
         let indexed_dims: Vec<usize> = (0..rank).filter(|&d| boxes[d].is_none()).collect();
         // A swizzle needs the indexed loop even with no dims (a rank-0 layout's one offset).
         let indexed = (!indexed_dims.is_empty() || swizzled).then(|| {
-            let extents: Vec<usize> = indexed_dims.iter().map(|&d| src.shape()[d]).collect();
+            let extents: Vec<usize> = indexed_dims
+                .iter()
+                .map(|&d| src_walked.shape()[d])
+                .collect();
             Indexed {
-                src: offset_terms(src, &indexed_dims, &extents),
-                dst: offset_terms(dst, &indexed_dims, &extents),
+                src: offset_terms(src_walked, &indexed_dims, &extents),
+                dst: offset_terms(dst_walked, &indexed_dims, &extents),
                 extents,
                 src_swizzle: indexed_swizzle(src),
                 dst_swizzle: indexed_swizzle(dst),

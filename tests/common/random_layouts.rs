@@ -314,9 +314,19 @@ fn cute<I: Iterator<Item = u8>>(
     role: Role,
     moye: bool,
 ) -> String {
+    cute_with(shape, c, moye, |leaves, c| assign_strides(leaves, c, role))
+}
+
+/// [`cute`] with the strides of the leaves from `strides`.
+fn cute_with<I: Iterator<Item = u8>>(
+    shape: &[usize],
+    c: &mut Choices<'_, I>,
+    moye: bool,
+    strides: impl FnOnce(&[usize], &mut Choices<'_, I>) -> Vec<i64>,
+) -> String {
     let modes: Vec<Vec<usize>> = shape.iter().map(|&n| factors(n, c)).collect();
     let leaves: Vec<usize> = modes.iter().flatten().copied().collect();
-    let strides = assign_strides(&leaves, c, role);
+    let strides = strides(&leaves, c);
     let static_marker = moye && c.one_in(2);
     let int = |v: i64| {
         if static_marker {
@@ -364,18 +374,35 @@ fn cute<I: Iterator<Item = u8>>(
     )
 }
 
-/// A CuTe (or MoYe) layout swizzled by `Sw<B,M,S>` (B up to 3, M up to 4, |S| from B to B + 2,
-/// either sign), with no offset part, `_0`, or a small offset.
+/// A CuTe (or MoYe) layout, half of them compact, swizzled by `Sw<B,M,S>` (B up to 3, M up to 4,
+/// |S| from B to B + 2, either sign), with no offset part, `_0`, a small multiple of `2^M` or any
+/// small offset.
 fn swizzled<I: Iterator<Item = u8>>(shape: &[usize], c: &mut Choices<'_, I>, role: Role) -> String {
     let moye = c.one_in(3);
-    let inner = cute(shape, c, role, moye);
+    // Half of them compact (the leaves in a random order, no gaps), as CuTe's shared-memory
+    // tiles are: those keep the swizzle's runs whole when the extents allow.
+    let inner = if c.one_in(2) {
+        cute_with(shape, c, moye, |leaves, c| {
+            let mut strides = vec![0i64; leaves.len()];
+            let mut running = 1i64;
+            for k in c.permutation(leaves.len()) {
+                strides[k] = running;
+                running *= leaves[k] as i64;
+            }
+            strides
+        })
+    } else {
+        cute(shape, c, role, moye)
+    };
     let (prefix, layout) = inner.split_once(':').expect("a notation prefix");
     let b = c.below(4) as i64;
     let m = c.below(5) as i64;
     let s = (b + c.below(3) as i64).max(1) * if c.one_in(3) { -1 } else { 1 };
-    let offset = match c.below(3) {
+    // Offsets that are multiples of 2^M keep the swizzle's runs whole; others cut them.
+    let offset = match c.below(4) {
         0 => String::new(),
         1 => " _0 o".to_string(),
+        2 => format!(" {} o", (1 + c.below(4)) << m),
         _ => format!(" {} o", c.below(40)),
     };
     format!("{prefix}:Sw<{b},{m},{s}> o{offset} {layout}")

@@ -426,6 +426,12 @@ fn swizzled_worked_examples() {
         left_major.offsets(),
         grid(4, 8, |r, c| cute_swizzle(1, 1, 2, r + 4 * c))
     );
+    // Large compact layouts have their exact span too (from the first and last blocks).
+    let large = lowered("cute:Sw<3,4,3> o 552 o (2048,1024):(1024,1)");
+    let swizzled = || (552..552 + 2048 * 1024).map(|o| cute_swizzle(3, 4, 3, o));
+    let (min, max) = (swizzled().min().unwrap(), swizzled().max().unwrap());
+    assert_eq!((large.min_offset(), large.max_offset()), (min, max));
+    assert_eq!(large.cosize() as i64, max + 1);
     // An identity swizzle (B = 0) is the layout itself.
     let identity = lowered("cute:Sw<0,4,3> o (8,64):(64,1)");
     assert_eq!(identity, Layout::row_major(&[8, 64]).unwrap());
@@ -679,6 +685,19 @@ proptest! {
             prop_assert!(back.to_layout().unwrap().same_function(&lowered));
             prop_assert!(lowered.coalesce().same_function(&lowered));
         }
+    }
+
+    #[test]
+    fn compact_swizzled_layouts_have_the_exact_span(
+        swizzle in arb_swizzle(),
+        offset in -40i64..=40,
+        l in super::testing::injective_layouts(arb_shape(), 1),
+    ) {
+        // A compact layout fills an interval: the span comes from its first and last blocks.
+        let lowered = SwizzledLayout::new(swizzle, offset, l).unwrap().to_layout().unwrap();
+        let offsets = lowered.offsets();
+        prop_assert_eq!(lowered.min_offset(), *offsets.iter().min().unwrap());
+        prop_assert_eq!(lowered.max_offset(), *offsets.iter().max().unwrap());
     }
 
     #[test]
