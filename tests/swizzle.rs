@@ -119,6 +119,27 @@ fn odd_shapes_negative_strides_and_rank_one() {
         check_pair(&parse(a), &parse(b));
         check_pair(&parse(b), &parse(a));
     }
+    // A negative offset (a multiple of the run, so runs stay whole) swizzles negative offsets
+    // as CuTe does, on their two's complement bits.
+    let negative = parse("cute:Sw<3,4,3> o -32 o (8,64):(64,1)");
+    assert_eq!(
+        negative.offset(&[0, 0]).unwrap(),
+        cute_swizzle(3, 4, 3, -32)
+    );
+    // -16 has bits 7..9 set, so bits 4..6 flip: -16 ^ 0b111_0000 = -128.
+    assert_eq!(negative.min_offset(), -128);
+    for plain in PLAIN_8X64 {
+        check_pair(&negative, &parse(plain));
+        check_pair(&parse(plain), &negative);
+    }
+    // A rank-0 layout: one element, at the swizzled base.
+    let sw = relayout::layout::Swizzle::new(3, 4, 3).unwrap();
+    let scalar = Layout::from_parts(&[], vec![], 200, None).unwrap();
+    let scalar = scalar.with_swizzle(sw).unwrap();
+    assert_eq!(scalar.offsets(), [cute_swizzle(3, 4, 3, 200)]);
+    let one = Layout::row_major(&[]).unwrap();
+    check_pair(&scalar, &one);
+    check_pair(&one, &scalar);
     // A broadcast swizzled source reads some slots several times.
     check_pair(
         &parse("cute:Sw<3,4,3> o (8,64):(0,1)"),
