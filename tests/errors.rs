@@ -88,8 +88,20 @@ fn malformed_cute_and_moye() {
     // Nesting deeper than 64 levels fails at the 65th '(' instead of overflowing the stack.
     let deep = format!("cute:{}2{}", "(".repeat(100_000), ")".repeat(100_000));
     parse_error(&deep, "cute", 5 + 66);
-    unsupported("cute:Sw<3,4,3> o (8,8):(8,1)");
     unsupported("cute:(8,8):(_1@0,_1@1)");
+    // Swizzled layouts: CuTe's static_asserts, masks beyond the offsets, one swizzle only.
+    invalid("cute:Sw<3,4,2> o (8,8):(8,1)"); // |S| < B: the masks overlap
+    invalid("cute:Sw<-1,4,3> o (8,8):(8,1)");
+    invalid("cute:Sw<3,-4,3> o (8,8):(8,1)");
+    overflow("cute:Sw<3,60,3> o (8,8):(8,1)");
+    overflow("cute:Sw<3,4,3> o 4611686018427387903 o (8,8):(8,1)");
+    unsupported("cute:Sw<3,4,3> o Sw<1,4,1> o (8,8):(8,1)");
+    parse_error("cute:Sw<3,4> o (8,8):(8,1)", "cute", 12);
+    parse_error("cute:Sw<3,4,3 o (8,8):(8,1)", "cute", 15);
+    parse_error("cute:Sw<3,4,3> (8,8):(8,1)", "cute", 16); // no 'o'
+    parse_error("cute:Sw<3,4,3> o _0 o", "cute", 22); // no layout
+    parse_error("cute:Sw<3,4,3> o _0 o (8,8):(8,x)", "cute", 32);
+    parse_error("cute:Sw<3,4,99999999999999999999> o 8:1", "cute", 13);
 }
 
 #[test]
@@ -381,7 +393,8 @@ fn command_line_errors_are_one_line() {
         (&["offsets", "foo:(2,3)"], "layout parse error at column 1"),
         (&["offsets", ""], "layout parse error at column 1"),
         (&["offsets", "morello:[6] [0 p(4)]"], "invalid layout"),
-        (&["offsets", "cute:Sw<3,4,3> o (8,8):(8,1)"], "unsupported"),
+        (&["offsets", "cute:(8,8):(_1@0,_1@1)"], "unsupported"),
+        (&["offsets", "cute:Sw<3,4,2> o (8,8):(8,1)"], "|S| >= B"),
         (&["offsets", "cute:(4294967296,4294967296):(1,4294967296)"], "overflow"),
         (
             &["offsets", "cute:(100000,100000):(1,100000)"],

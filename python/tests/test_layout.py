@@ -80,7 +80,7 @@ def test_bad_layouts_are_value_errors_with_the_library_message():
     with pytest.raises(ValueError, match=r"^invalid layout: "):
         relayout.Layout("morello:[6] [0, 0 p(4)]")
     with pytest.raises(ValueError, match=r"^unsupported: "):
-        relayout.Layout("cute:Sw<3,4,3> o (8,64):(64,1)")
+        relayout.Layout("cute:(8,64):(_1@0,_1@1)")
     with pytest.raises(ValueError, match="invalid layout"):
         relayout.Layout.from_strides([2, 0], [1, 1])
     with pytest.raises(ValueError, match="coordinate"):

@@ -4,7 +4,8 @@
 use cranelift_codegen::ir::{condcodes::IntCC, types, InstBuilder, Value};
 
 use super::Emitter;
-use crate::plan::{Indexed, OffsetTerm};
+use crate::layout::Swizzle;
+use crate::plan::{Indexed, IndexedSwizzle, OffsetTerm};
 
 impl Emitter<'_> {
     /// Byte offsets `(src, dst)` of the point with flat row-major index `flat` of `ix`.
@@ -16,13 +17,45 @@ impl Emitter<'_> {
             let q = self.b.ins().udiv_imm_u(flat, inner);
             coords.push(self.b.ins().urem_imm_u(q, n as i64));
         }
-        let src = self.digits_offset(&ix.src, &coords, self.src_size);
-        let dst = self.digits_offset(&ix.dst, &coords, self.dst_size);
+        let src = self.side_offset(&ix.src, ix.src_swizzle, &coords, self.src_size);
+        let dst = self.side_offset(&ix.dst, ix.dst_swizzle, &coords, self.dst_size);
         (src, dst)
     }
 
-    /// `elem_size · Σ stride · (((Σ weight·x + shift) floordiv div) mod modulus)` over `terms`.
-    fn digits_offset(&mut self, terms: &[OffsetTerm], coords: &[Value], elem_size: i64) -> Value {
+    /// The byte offset of one side, of elements of `elem_size` bytes: its terms summed
+    /// ([`Emitter::digits_offset`]), or, for a swizzled side,
+    /// `elem_size · swizzle(base + Σ terms)` with the terms summed in elements.
+    fn side_offset(
+        &mut self,
+        terms: &[OffsetTerm],
+        swizzle: Option<IndexedSwizzle>,
+        coords: &[Value],
+        elem_size: i64,
+    ) -> Value {
+        let Some(s) = swizzle else {
+            return self.digits_offset(terms, coords, elem_size);
+        };
+        let sum = self.digits_offset(terms, coords, 1);
+        let sum = self.b.ins().iadd_imm_s(sum, s.base);
+        let swizzled = self.swizzle(sum, s.swizzle);
+        self.b.ins().imul_imm_s(swizzled, elem_size)
+    }
+
+    /// `o ^ shiftr(o & yyy_mask, S)`: CuTe's swizzle of the element offset `o`.
+    pub(super) fn swizzle(&mut self, o: Value, swizzle: Swizzle) -> Value {
+        let y = self.b.ins().band_imm_s(o, swizzle.yyy_mask());
+        let shift = swizzle.shift();
+        let moved = if shift >= 0 {
+            self.b.ins().ushr_imm_u(y, shift as i64)
+        } else {
+            self.b.ins().ishl_imm_u(y, -shift as i64)
+        };
+        self.b.ins().bxor(o, moved)
+    }
+
+    /// `scale · Σ stride · (((Σ weight·x + shift) floordiv div) mod modulus)` over `terms`
+    /// (`scale` is the element size for a byte offset, 1 for an element offset).
+    fn digits_offset(&mut self, terms: &[OffsetTerm], coords: &[Value], scale: i64) -> Value {
         let mut sum = self.b.ins().iconst(types::I64, 0);
         for term in terms {
             let mut v = match term.inputs.as_slice() {
@@ -45,7 +78,7 @@ impl Emitter<'_> {
             if let Some(m) = term.modulus {
                 v = self.floor_mod(v, m as i64, term.nonnegative);
             }
-            let scaled = self.b.ins().imul_imm_s(v, term.stride * elem_size);
+            let scaled = self.b.ins().imul_imm_s(v, term.stride * scale);
             sum = self.b.ins().iadd(sum, scaled);
         }
         sum

@@ -89,11 +89,62 @@ pub(super) fn offset_span(layout: &Layout) -> (i128, i128) {
     (lo, hi)
 }
 
+/// Layouts up to this many elements have the exact span of their swizzled offsets; larger ones
+/// a bound rounded out to the swizzle's blocks.
+const SWIZZLED_SPAN_LIMIT: usize = 1 << 20;
+
+/// The smallest and largest swizzled offset of a swizzled, non-empty layout. The swizzle maps
+/// each block of `2^top_bit` offsets onto itself, so when the affine offsets fill an interval
+/// (a compact layout) only the interval's first and last blocks matter: exact, for blocks of up
+/// to [`SWIZZLED_SPAN_LIMIT`] offsets. Otherwise exact up to [`SWIZZLED_SPAN_LIMIT`] elements,
+/// and beyond that the affine span rounded out to whole blocks.
+pub(super) fn swizzled_span(layout: &Layout) -> (i128, i128) {
+    let Some(swizzle) = layout.swizzle else {
+        return offset_span(layout);
+    };
+    let (lo, hi) = offset_span(layout);
+    let block = 1i128 << swizzle.top_bit();
+    if block <= SWIZZLED_SPAN_LIMIT as i128 && fills_its_span(layout, lo, hi) {
+        // Affine offsets are within MAX_OFFSET (the constructor checked).
+        let at = |o: i128| swizzle.apply(o as i64) as i128;
+        let first_block_end = hi.min(lo | (block - 1));
+        let last_block_start = lo.max(hi & !(block - 1));
+        let min = (lo..=first_block_end).map(at).min().unwrap_or(lo);
+        let max = (last_block_start..=hi).map(at).max().unwrap_or(hi);
+        return (min, max);
+    }
+    if layout.size() > SWIZZLED_SPAN_LIMIT {
+        return swizzle.span_bound(lo, hi);
+    }
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
+    for_each_coord(&layout.shape, |c| {
+        // Affine offsets are within MAX_OFFSET (the constructor checked).
+        let at = swizzle.apply(layout.affine_offset(c) as i64) as i128;
+        lo = lo.min(at);
+        hi = hi.max(at);
+    });
+    (lo, hi)
+}
+
+/// Whether the affine offsets of `layout` (its digits and base, spanning `lo..=hi`) are every
+/// offset of the span, each once: a structurally injective layout with as many elements as its
+/// span. Decided from the digits alone; `false` when they do not settle it.
+fn fills_its_span(layout: &Layout, lo: i128, hi: i128) -> bool {
+    let covered = (0..layout.rank())
+        .all(|d| dim_chain(layout, d).is_some_and(|chain| chain_covers(layout, d, &chain)));
+    hi - lo + 1 == layout.size() as i128 && covered && separable_injective(layout)
+}
+
 /// Whether no two coordinates share an offset (`None`: too large to decide); see
 /// [`Layout::injectivity`].
 pub(super) fn injectivity(layout: &Layout) -> Option<bool> {
     if layout.is_empty() {
         return Some(true); // No coordinates, so no two share an offset.
+    }
+    if layout.swizzle.is_some() {
+        // A swizzle is a bijection on offsets: two coordinates share a swizzled offset exactly
+        // when they share the affine one.
+        return injectivity(&layout.unswizzled());
     }
     let covered = (0..layout.rank())
         .all(|d| dim_chain(layout, d).is_some_and(|chain| chain_covers(layout, d, &chain)));

@@ -9,6 +9,7 @@ pub(super) fn coalesce(layout: &Layout) -> Layout {
         let mut out = layout.clone();
         out.digits.clear();
         out.base = 0;
+        out.swizzle = None;
         return out;
     }
     let shape = &layout.shape;
@@ -49,7 +50,8 @@ pub(super) fn coalesce(layout: &Layout) -> Layout {
     });
     let mut out = layout.clone();
     out.digits = digits;
-    // Dropped digits moved their constant value into the base; the span is unchanged.
+    // Dropped digits moved their constant value into the base, inside the swizzle if there is
+    // one; the span is unchanged.
     out.base = base as i64;
     out
 }
@@ -81,7 +83,7 @@ pub(super) fn same_function(a: &Layout, b: &Layout) -> bool {
         return false;
     }
     let (ca, cb) = (a.coalesce(), b.coalesce());
-    if ca.base == cb.base && ca.digits == cb.digits {
+    if ca.base == cb.base && ca.digits == cb.digits && ca.swizzle == cb.swizzle {
         return true;
     }
     if (ca.min_offset, ca.max_offset) != (cb.min_offset, cb.max_offset) {

@@ -12,6 +12,9 @@
 //! dimension (padding). The buffer a layout needs starts at its lowest offset (or 0) and holds
 //! [`Layout::cosize`] elements, which includes any padding the notation declares.
 //!
+//! A layout may also carry a [`Swizzle`] (CuTe's `Sw<B,M,S> o offset o layout`), an XOR of
+//! offset bits applied to that sum: `offset(x) = swizzle(base + Σ_k …)`.
+//!
 //! ```
 //! use relayout::Layout;
 //!
@@ -27,11 +30,13 @@ mod analysis;
 mod canonical;
 mod coords;
 mod digit;
+mod swizzle;
 
 use std::fmt;
 
 pub use coords::{for_each_coord, Coords};
 pub use digit::{Digit, Source};
+pub use swizzle::{Swizzle, MAX_SWIZZLE_BIT};
 
 use crate::error::{Error, Result};
 
@@ -67,6 +72,7 @@ pub struct Layout {
     digits: Vec<Digit>,
     base: i64,
     padded_len: Option<usize>,
+    swizzle: Option<Swizzle>,
     min_offset: i64,
     max_offset: i64,
 }
@@ -157,6 +163,7 @@ impl Layout {
             digits,
             base,
             padded_len,
+            swizzle: None,
             min_offset: 0,
             max_offset: 0,
         };
@@ -167,6 +174,71 @@ impl Layout {
             layout.max_offset = hi as i64;
         }
         Ok(layout)
+    }
+
+    /// This layout with its offsets swizzled: `offset(x) = swizzle(base + Σ digits)`, CuTe's
+    /// `Sw<B,M,S> o base o layout`. An identity swizzle (`B = 0`) leaves the layout as it is.
+    ///
+    /// The buffer ([`Layout::cosize`]) covers the swizzled offsets: exactly for compact layouts
+    /// and for layouts of up to 2^20 elements, and otherwise rounded out to whole blocks of
+    /// `2^top_bit` (see [`Swizzle::top_bit`]). Fails with [`Error::Unsupported`] for a layout that is
+    /// already swizzled, and with [`Error::Overflow`] when the swizzled offsets reach beyond
+    /// [`MAX_OFFSET`].
+    ///
+    /// ```
+    /// use relayout::{layout::Swizzle, Layout};
+    ///
+    /// // CuTe's Sw<1,0,1> o (2,2):(2,1): bit 1 (the row) flips bit 0 (the column).
+    /// let l = Layout::row_major(&[2, 2])?.with_swizzle(Swizzle::new(1, 0, 1)?)?;
+    /// assert_eq!(l.offsets(), [0, 1, 3, 2]);
+    /// assert!(l.is_injective());
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn with_swizzle(self, swizzle: Swizzle) -> Result<Layout> {
+        if swizzle.is_identity() {
+            return Ok(self);
+        }
+        if let Some(old) = self.swizzle {
+            return Err(Error::Unsupported(format!(
+                "{swizzle} of a layout already swizzled by {old}: relayout applies one swizzle"
+            )));
+        }
+        let mut layout = Layout {
+            swizzle: Some(swizzle),
+            ..self
+        };
+        if !layout.is_empty() {
+            let (lo, hi) = analysis::swizzled_span(&layout);
+            if lo < -MAX_OFFSET || hi > MAX_OFFSET {
+                return Err(Error::Overflow(format!(
+                    "the swizzled offsets of {layout} reach beyond {MAX_OFFSET}"
+                )));
+            }
+            layout.min_offset = lo as i64;
+            layout.max_offset = hi as i64;
+        }
+        Ok(layout)
+    }
+
+    /// The swizzle applied to the offsets, if any (see [`Layout::with_swizzle`]).
+    pub fn swizzle(&self) -> Option<Swizzle> {
+        self.swizzle
+    }
+
+    /// The layout without its swizzle: the affine part, `base + Σ digits` (the layout itself
+    /// when it has no swizzle).
+    pub fn unswizzled(&self) -> Layout {
+        let mut layout = Layout {
+            swizzle: None,
+            ..self.clone()
+        };
+        if self.swizzle.is_some() && !self.is_empty() {
+            let (lo, hi) = analysis::offset_span(&layout);
+            // The constructor bounded the affine offsets by MAX_OFFSET.
+            layout.min_offset = lo as i64;
+            layout.max_offset = hi as i64;
+        }
+        layout
     }
 
     /// The row-major (C order, last dim fastest) layout of `shape`.
@@ -335,9 +407,17 @@ impl Layout {
 
     /// The offset of a coordinate already known to be inside the shape.
     pub(crate) fn offset_unchecked(&self, coord: &[usize]) -> i64 {
-        let sum: i128 = self.base as i128 + self.digits.iter().map(|d| d.eval(coord)).sum::<i128>();
         // The constructor bounded every partial sum by MAX_OFFSET.
-        sum as i64
+        let sum = self.affine_offset(coord) as i64;
+        match self.swizzle {
+            Some(swizzle) => swizzle.apply(sum),
+            None => sum,
+        }
+    }
+
+    /// `base + Σ digits` at a coordinate inside the shape: the offset before the swizzle.
+    pub(crate) fn affine_offset(&self, coord: &[usize]) -> i128 {
+        self.base as i128 + self.digits.iter().map(|d| d.eval(coord)).sum::<i128>()
     }
 
     fn check_coord(&self, coord: &[usize]) -> Result<()> {
@@ -373,14 +453,19 @@ impl Layout {
     }
 
     /// Whether every dim's digits are disjoint mixed-radix digits of that dim alone (no fused
-    /// sources, no shifts, no overlaps; gaps are broadcast). The planner's fast paths need this.
+    /// sources, no shifts, no overlaps; gaps are broadcast) and the offsets are not swizzled. The
+    /// planner's fast paths need this.
     pub fn is_separable(&self) -> bool {
-        (0..self.rank()).all(|d| analysis::dim_chain(self, d).is_some())
+        (0..self.rank()).all(|d| self.dim_chain(d).is_some())
     }
 
     /// The digits of dim `d` ordered from least to most significant, if they are disjoint
-    /// mixed-radix digits of the dim (see [`Layout::is_separable`]).
+    /// mixed-radix digits of the dim and the layout is not swizzled (see
+    /// [`Layout::is_separable`]).
     pub fn dim_chain(&self, d: usize) -> Option<Vec<&Digit>> {
+        if self.swizzle.is_some() {
+            return None;
+        }
         analysis::dim_chain(self, d).map(|ix| ix.into_iter().map(|i| &self.digits[i]).collect())
     }
 
@@ -414,7 +499,8 @@ fn overflow(shape: &[usize]) -> Error {
 }
 
 impl fmt::Display for Layout {
-    /// `[2, 4] -> 4*x0 + 2*(x1%2) + (x1/2)`, with `; buffer N` when the buffer is padded.
+    /// `[2, 4] -> 4*x0 + 2*(x1%2) + (x1/2)`, with `; buffer N` when the buffer is padded; a
+    /// swizzled layout wraps the sum: `[8, 64] -> Sw<3,4,3>(64*x0 + x1)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let dims: Vec<String> = self.shape.iter().map(|n| n.to_string()).collect();
         write!(f, "[{}] -> ", dims.join(", "))?;
@@ -422,7 +508,10 @@ impl fmt::Display for Layout {
         if self.base != 0 || terms.is_empty() {
             terms.push(self.base.to_string());
         }
-        write!(f, "{}", terms.join(" + "))?;
+        match self.swizzle {
+            Some(swizzle) => write!(f, "{swizzle}({})", terms.join(" + "))?,
+            None => write!(f, "{}", terms.join(" + "))?,
+        }
         if let Some(n) = self.padded_len {
             write!(f, "; buffer {n}")?;
         }

@@ -45,6 +45,11 @@ impl Cursor {
         self.pos
     }
 
+    /// Moves the cursor back to a position returned by [`Cursor::pos`] (to undo a lookahead).
+    pub(crate) fn rewind(&mut self, pos: usize) {
+        self.pos = pos.min(self.chars.len());
+    }
+
     /// Skips whitespace.
     pub(crate) fn skip_ws(&mut self) {
         while self.peek().is_some_and(char::is_whitespace) {

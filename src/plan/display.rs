@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::ir::{
-    CopyWrite, Flush, Kernel, Loop, OffsetTerm, Plan, Region, TransposeWrite, UnzipWrite, Walk,
-    ZipWrite,
+    CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Plan, Region, TransposeWrite,
+    UnzipWrite, Walk, ZipWrite,
 };
 
 impl fmt::Display for Plan {
@@ -58,18 +58,24 @@ impl Nest<'_, '_> {
 
     fn region(&mut self, plan: &Plan, region: &Region) -> fmt::Result {
         if let Some(ix) = &region.indexed {
-            let show = |terms: &[OffsetTerm]| {
-                terms
-                    .iter()
-                    .map(|t| t.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" + ")
+            let show = |terms: &[OffsetTerm], swizzle: Option<IndexedSwizzle>| {
+                let mut parts: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
+                match swizzle {
+                    Some(s) => {
+                        if s.base != 0 || parts.is_empty() {
+                            parts.push(s.base.to_string());
+                        }
+                        format!("{}({})", s.swizzle, parts.join(" + "))
+                    }
+                    None if parts.is_empty() => "0".to_string(),
+                    None => parts.join(" + "),
+                }
             };
             self.line(format_args!(
                 "for x in {:?} (indexed: src += {}, dst += {})",
                 ix.extents,
-                show(&ix.src),
-                show(&ix.dst)
+                show(&ix.src, ix.src_swizzle),
+                show(&ix.dst, ix.dst_swizzle)
             ))?;
             self.indent += 1;
         }

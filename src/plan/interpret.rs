@@ -16,8 +16,7 @@ pub(super) fn for_each_move(plan: &Plan, mut f: impl FnMut(usize, usize)) {
                 &mut f,
             ),
             Some(ix) => for_each_coord(&ix.extents, |x| {
-                let s: i128 = ix.src.iter().map(|t| t.eval(x)).sum();
-                let d: i128 = ix.dst.iter().map(|t| t.eval(x)).sum();
+                let (s, d) = ix.offsets(x);
                 let (s, d) = (region.src_base + s as i64, region.dst_base + d as i64);
                 walk(region, &region.loops, s, d, &mut f);
             }),

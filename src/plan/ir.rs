@@ -24,7 +24,7 @@
 //! ```
 
 use crate::convert::Conversion;
-use crate::layout::{Digit, Source};
+use crate::layout::{Digit, Source, Swizzle};
 use crate::target::Target;
 
 /// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements.
@@ -362,7 +362,11 @@ impl OffsetTerm {
 }
 
 /// Dims iterated by one flat counter whose coordinates and offsets are computed with division
-/// and modulo: the dims whose digits do not refine into strided loops.
+/// and modulo: the dims whose digits do not refine into strided loops, and every dim of a
+/// swizzled layout whose digits the swizzle can change.
+///
+/// Each side's offset at a point is the sum of its terms, or, for a swizzled side,
+/// `swizzle(base + Σ terms)` (see [`IndexedSwizzle`]); the region's base and loops add to it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Indexed {
     /// Extents of the indexed dims (local dim `k` is the `k`-th of these).
@@ -371,12 +375,53 @@ pub struct Indexed {
     pub src: Vec<OffsetTerm>,
     /// Destination offset terms over the local dims.
     pub dst: Vec<OffsetTerm>,
+    /// The swizzle of the source offset, if the source is swizzled.
+    pub src_swizzle: Option<IndexedSwizzle>,
+    /// The swizzle of the destination offset, if the destination is swizzled.
+    pub dst_swizzle: Option<IndexedSwizzle>,
+}
+
+/// The swizzle of one side of an [`Indexed`] loop: that side's indexed offset is
+/// `swizzle(base + Σ terms)`, in elements, where `base` is the layout's base (the region's base
+/// then holds only what lies outside the swizzle: the buffer start and the loops' origin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IndexedSwizzle {
+    /// The layout's swizzle.
+    pub swizzle: Swizzle,
+    /// Added to the terms before the swizzle.
+    pub base: i64,
+}
+
+impl IndexedSwizzle {
+    /// `swizzle(base + sum)`.
+    pub fn apply(&self, sum: i128) -> i128 {
+        // The planner's offsets are bounded by MAX_OFFSET, far inside i64.
+        self.swizzle.apply((self.base as i128 + sum) as i64) as i128
+    }
 }
 
 impl Indexed {
     /// Number of points the indexed loop visits.
     pub fn count(&self) -> usize {
         self.extents.iter().product()
+    }
+
+    /// The source and destination offsets, in elements, at the point `x` of the indexed dims:
+    /// the sum of each side's terms, swizzled where that side is.
+    pub fn offsets(&self, x: &[usize]) -> (i128, i128) {
+        (
+            side_offset(&self.src, self.src_swizzle, x),
+            side_offset(&self.dst, self.dst_swizzle, x),
+        )
+    }
+}
+
+/// One side's offset at `x`: its terms summed, then swizzled if it has a swizzle.
+fn side_offset(terms: &[OffsetTerm], swizzle: Option<IndexedSwizzle>, x: &[usize]) -> i128 {
+    let sum: i128 = terms.iter().map(|t| t.eval(x)).sum();
+    match swizzle {
+        Some(s) => s.apply(sum),
+        None => sum,
     }
 }
 

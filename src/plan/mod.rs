@@ -13,7 +13,10 @@
 //! region per partial tile, and large contiguous copies are split so that threads can share
 //! them. Dims whose digits do not refine (incompatible splits, fused XLA/TVM sources) are
 //! iterated by an [`Indexed`] loop that evaluates their offsets with division and modulo; every
-//! other dim is walked by pointer increments.
+//! other dim is walked by pointer increments. A swizzled layout's offsets are swizzled in the
+//! indexed loop, once per point ([`IndexedSwizzle`]); where the swizzle leaves runs of `2^M`
+//! offsets whole, the dims (or low parts of dims) inside a run are walked outside it, so that a
+//! point moves a run, and only the dims above are indexed (see `swizzle`).
 //!
 //! ```
 //! use relayout::{plan::{Kernel, Plan}, Layout};
@@ -31,12 +34,13 @@ mod interpret;
 pub mod ir;
 mod refine;
 mod schedule;
+mod swizzle;
 mod tactics;
 mod verify;
 
 pub use ir::{
-    CopyWrite, Flush, Indexed, Kernel, Loop, OffsetTerm, Plan, Region, TransposeTile,
-    TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
+    CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Plan, Region,
+    TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
 };
 pub use tactics::{BlockWrite, Blocking, LargeWrites, Tactics, Tiling};
 pub use verify::{Rule, Violation};
@@ -154,9 +158,25 @@ impl Plan {
                 regions: Vec::new(),
             });
         }
-        let rank = src.rank();
-        let mut boxes: Vec<Option<Vec<refine::DimBox>>> =
-            (0..rank).map(|d| refine::refine_dim(src, dst, d)).collect();
+        // A swizzle changes the offsets of whole digits, so the dims of a swizzled pair are
+        // indexed, their offsets computed and swizzled at each point; but where the swizzle
+        // leaves runs of 2^M contiguous, the pair is reshaped so that the dims (or low parts of
+        // dims) inside a run are loops outside the swizzle (see `swizzle`).
+        let swizzled = src.swizzle().is_some() || dst.swizzle().is_some();
+        let (walked_src, walked_dst, loopable) = match swizzled.then(|| swizzle::split(src, dst)) {
+            None => (src.clone(), dst.clone(), vec![true; src.rank()]),
+            Some(None) => (src.clone(), dst.clone(), vec![false; src.rank()]),
+            Some(Some(split)) => (split.src, split.dst, split.low),
+        };
+        let (src_walked, dst_walked) = (&walked_src, &walked_dst);
+        let rank = src_walked.rank();
+        let mut boxes: Vec<Option<Vec<refine::DimBox>>> = (0..rank)
+            .map(|d| {
+                loopable[d]
+                    .then(|| refine::refine_dim(src_walked, dst_walked, d))
+                    .flatten()
+            })
+            .collect();
         let region_count = |b: &[Option<Vec<refine::DimBox>>]| {
             b.iter()
                 .flatten()
@@ -170,16 +190,22 @@ impl Plan {
             }
         }
         let indexed_dims: Vec<usize> = (0..rank).filter(|&d| boxes[d].is_none()).collect();
-        let indexed = (!indexed_dims.is_empty()).then(|| {
-            let extents: Vec<usize> = indexed_dims.iter().map(|&d| src.shape()[d]).collect();
+        // A swizzle needs the indexed loop even with no dims (a rank-0 layout's one offset).
+        let indexed = (!indexed_dims.is_empty() || swizzled).then(|| {
+            let extents: Vec<usize> = indexed_dims
+                .iter()
+                .map(|&d| src_walked.shape()[d])
+                .collect();
             Indexed {
-                src: offset_terms(src, &indexed_dims, &extents),
-                dst: offset_terms(dst, &indexed_dims, &extents),
+                src: offset_terms(src_walked, &indexed_dims, &extents),
+                dst: offset_terms(dst_walked, &indexed_dims, &extents),
                 extents,
+                src_swizzle: indexed_swizzle(src),
+                dst_swizzle: indexed_swizzle(dst),
             }
         });
-        let src_base = src.base() - src.buffer_start();
-        let dst_base = dst.base() - dst.buffer_start();
+        let src_base = outer_base(src);
+        let dst_base = outer_base(dst);
         let cx = schedule::Context {
             elem_size,
             dst_elem_size,
@@ -230,6 +256,24 @@ impl Plan {
     /// plan in debug builds.
     pub fn verify(&self) -> std::result::Result<(), Violation> {
         verify::verify(self)
+    }
+}
+
+/// The swizzle of a swizzled layout's indexed offsets, with the layout's base inside it.
+fn indexed_swizzle(layout: &Layout) -> Option<IndexedSwizzle> {
+    layout.swizzle().map(|swizzle| IndexedSwizzle {
+        swizzle,
+        base: layout.base(),
+    })
+}
+
+/// The part of a region's base that the layout gives outside any swizzle: the base and the
+/// buffer start for an affine layout, the buffer start alone for a swizzled one (whose base is
+/// swizzled with the indexed offsets).
+fn outer_base(layout: &Layout) -> i64 {
+    match layout.swizzle() {
+        Some(_) => -layout.buffer_start(),
+        None => layout.base() - layout.buffer_start(),
     }
 }
 

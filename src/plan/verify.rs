@@ -297,7 +297,11 @@ fn reach(
     let Some(ix) = &region.indexed else {
         return (lo, hi);
     };
-    let terms = if source { &ix.src } else { &ix.dst };
+    let (terms, swizzle) = if source {
+        (&ix.src, ix.src_swizzle)
+    } else {
+        (&ix.dst, ix.dst_swizzle)
+    };
     let (mut term_lo, mut term_hi) = (0i128, 0i128);
     for term in terms {
         let (a, b) = term.digit().value_range(&ix.extents);
@@ -305,11 +309,17 @@ fn reach(
         term_lo += (a * s).min(b * s);
         term_hi += (a * s).max(b * s);
     }
+    if let Some(s) = swizzle {
+        // The swizzle maps each block of 2^top_bit offsets onto itself.
+        let base = s.base as i128;
+        (term_lo, term_hi) = s.swizzle.span_bound(base + term_lo, base + term_hi);
+    }
     let inside = lo + term_lo >= 0 && hi + term_hi < len as i128;
     if !inside && ix.count() <= MAX_ENUMERATED_POINTS {
         (term_lo, term_hi) = (i128::MAX, i128::MIN);
         for_each_coord(&ix.extents, |x| {
-            let at: i128 = terms.iter().map(|t| t.eval(x)).sum();
+            let (s, d) = ix.offsets(x);
+            let at = if source { s } else { d };
             term_lo = term_lo.min(at);
             term_hi = term_hi.max(at);
         });

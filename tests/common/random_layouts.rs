@@ -11,8 +11,9 @@
 //! `Layout::from_parts` with hand-built digits). Between them they cover permutations, NCHWc-style
 //! packing, Morello odd/even strips, XLA tiles that do not divide (padding), repeated tiles and
 //! `*` combines, TVM splits with left padding and fused sums, strides with gaps, negative strides,
-//! a base offset, broadcast (stride-0) and wrapping sources, and splits of one dim that differ
-//! between the two sides. Every generator builds a valid layout by construction, so a parse or
+//! a base offset, broadcast (stride-0) and wrapping sources, splits of one dim that differ
+//! between the two sides, and CuTe swizzles (`Sw<B,M,S> o offset o …`) of any of the CuTe
+//! layouts. Every generator builds a valid layout by construction, so a parse or
 //! construction error is a finding (see `every_kind_builds_valid_layouts` in `random_pairs.rs`);
 //! the pair generator itself never fails: it falls back to another kind, then to row-major.
 #![allow(dead_code)]
@@ -97,10 +98,12 @@ pub enum Kind {
     /// `Layout::from_parts` with hand-built digits: uneven splits, shifts, fused sources, a base,
     /// wrapping top digits, declared padding.
     Digits,
+    /// A CuTe or MoYe layout swizzled: `Sw<B,M,S> o offset o …` with shifts of either sign.
+    Swizzled,
 }
 
 /// Every kind, in the order [`layout`] picks them by index.
-pub const KINDS: [Kind; 8] = [
+pub const KINDS: [Kind; 9] = [
     Kind::Ordered,
     Kind::Strided,
     Kind::Cute,
@@ -109,6 +112,7 @@ pub const KINDS: [Kind; 8] = [
     Kind::Tvm,
     Kind::Morello,
     Kind::Digits,
+    Kind::Swizzled,
 ];
 
 /// What a layout is for: a source may alias (broadcast, wrap); a destination must be injective.
@@ -215,6 +219,7 @@ pub fn generate<I: Iterator<Item = u8>>(
         Kind::Tvm => parsed(tvm(shape, c)),
         Kind::Morello => parsed(morello(shape, c)),
         Kind::Digits => digits(shape, c, role),
+        Kind::Swizzled => parsed(swizzled(shape, c, role)),
     };
     match built {
         Ok(layout) => Ok(Generated { kind, text, layout }),
@@ -309,9 +314,19 @@ fn cute<I: Iterator<Item = u8>>(
     role: Role,
     moye: bool,
 ) -> String {
+    cute_with(shape, c, moye, |leaves, c| assign_strides(leaves, c, role))
+}
+
+/// [`cute`] with the strides of the leaves from `strides`.
+fn cute_with<I: Iterator<Item = u8>>(
+    shape: &[usize],
+    c: &mut Choices<'_, I>,
+    moye: bool,
+    strides: impl FnOnce(&[usize], &mut Choices<'_, I>) -> Vec<i64>,
+) -> String {
     let modes: Vec<Vec<usize>> = shape.iter().map(|&n| factors(n, c)).collect();
     let leaves: Vec<usize> = modes.iter().flatten().copied().collect();
-    let strides = assign_strides(&leaves, c, role);
+    let strides = strides(&leaves, c);
     let static_marker = moye && c.one_in(2);
     let int = |v: i64| {
         if static_marker {
@@ -357,6 +372,40 @@ fn cute<I: Iterator<Item = u8>>(
         shape_modes.join(sep),
         stride_modes.join(sep)
     )
+}
+
+/// A CuTe (or MoYe) layout, half of them compact, swizzled by `Sw<B,M,S>` (B up to 3, M up to 4,
+/// |S| from B to B + 2, either sign), with no offset part, `_0`, a small multiple of `2^M` or any
+/// small offset.
+fn swizzled<I: Iterator<Item = u8>>(shape: &[usize], c: &mut Choices<'_, I>, role: Role) -> String {
+    let moye = c.one_in(3);
+    // Half of them compact (the leaves in a random order, no gaps), as CuTe's shared-memory
+    // tiles are: those keep the swizzle's runs whole when the extents allow.
+    let inner = if c.one_in(2) {
+        cute_with(shape, c, moye, |leaves, c| {
+            let mut strides = vec![0i64; leaves.len()];
+            let mut running = 1i64;
+            for k in c.permutation(leaves.len()) {
+                strides[k] = running;
+                running *= leaves[k] as i64;
+            }
+            strides
+        })
+    } else {
+        cute(shape, c, role, moye)
+    };
+    let (prefix, layout) = inner.split_once(':').expect("a notation prefix");
+    let b = c.below(4) as i64;
+    let m = c.below(5) as i64;
+    let s = (b + c.below(3) as i64).max(1) * if c.one_in(3) { -1 } else { 1 };
+    // Offsets that are multiples of 2^M keep the swizzle's runs whole; others cut them.
+    let offset = match c.below(4) {
+        0 => String::new(),
+        1 => " _0 o".to_string(),
+        2 => format!(" {} o", (1 + c.below(4)) << m),
+        _ => format!(" {} o", c.below(40)),
+    };
+    format!("{prefix}:Sw<{b},{m},{s}> o{offset} {layout}")
 }
 
 /// XLA text: a random element type and minor-to-major order, up to two tiles (sizes that need

@@ -36,16 +36,33 @@
 //! MoYe.jl uses the same layouts with 1-based coordinates and offsets; the offsets here are
 //! CuTe's 0-based ones.
 //!
+//! # Swizzled layouts
+//!
+//! CuTe's swizzled layouts `Sw<B,M,S> o OFFSET o LAYOUT` (what CuTe prints for a
+//! `ComposedLayout` of a `Swizzle`, an offset and a layout, e.g. `Sw<3,3,3> o _0 o
+//! (8,64):(64,1)`) send `x` to `swizzle(OFFSET + LAYOUT(x))`, an XOR of offset bits (see
+//! [`Swizzle`](crate::layout::Swizzle)). [`Layout::parse`] takes them, with or without the
+//! `OFFSET o` part, and lowers them to a swizzled [`Layout`] ([`Layout::with_swizzle`]);
+//! [`SwizzledLayout`] parses and prints them. The layout algebra ([`CuteLayout`]) composes affine
+//! layouts only and reports them as [`Error::Unsupported`].
+//!
+//! ```
+//! use relayout::Layout;
+//! let l = Layout::parse("cute:Sw<1,0,1> o (2,2):(2,1)")?;
+//! assert_eq!(l.offsets(), [0, 1, 3, 2]); // row 1: bit 1 flips bit 0
+//! # Ok::<(), relayout::Error>(())
+//! ```
+//!
 //! # Not supported
 //!
-//! Swizzled layouts (`Sw<B,M,S> o …`, an XOR of address bits) and `ScaledBasis` strides
-//! (`_1@0`, vector-valued) are not affine layouts of one buffer and are reported as
-//! [`Error::Unsupported`]. Empty tuples `()` are rejected: they describe no dimension.
+//! `ScaledBasis` strides (`_1@0`, vector-valued) are not offsets of one buffer and are reported
+//! as [`Error::Unsupported`]. Empty tuples `()` are rejected: they describe no dimension.
 
 use std::fmt;
 use std::str::FromStr;
 
 mod int_tuple;
+mod swizzled;
 #[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
@@ -53,6 +70,7 @@ mod tests;
 
 pub use int_tuple::IntTuple;
 use int_tuple::Token;
+pub use swizzled::SwizzledLayout;
 
 use super::cursor::Cursor;
 use super::Parsed;
@@ -62,11 +80,23 @@ use crate::layout::{Digit, Layout, Source, MAX_OFFSET};
 /// The notation name used in parse errors.
 const NOTATION: &str = "cute";
 
-/// Parses cute layout text that starts `column_offset` characters into the user's input.
+/// Parses cute layout text that starts `column_offset` characters into the user's input: a
+/// layout, an empty layout, or either of them swizzled (`Sw<B,M,S> o …`).
 pub(crate) fn parse_layout(text: &str, column_offset: usize) -> Result<Parsed> {
-    let layout = match parse_empty(text, column_offset)? {
+    let mut cursor = Cursor::new(NOTATION, text, column_offset);
+    let swizzle = swizzled::swizzle_prefix(&mut cursor)?;
+    let at = cursor.pos();
+    let (text, column_offset) = match at {
+        0 => (text.to_string(), column_offset),
+        _ => (text.chars().skip(at).collect(), column_offset + at),
+    };
+    let layout = match parse_empty(&text, column_offset)? {
         Some(layout) => layout,
-        None => parse_cute_layout(text, column_offset)?.to_layout()?,
+        None => parse_cute_layout(&text, column_offset)?.to_layout()?,
+    };
+    let layout = match swizzle {
+        Some((swizzle, offset)) => swizzled::swizzle_layout(layout, swizzle, offset)?,
+        None => layout,
     };
     Ok(Parsed {
         layout,
@@ -301,6 +331,12 @@ impl CuteLayout {
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn from_layout(layout: &Layout) -> Result<CuteLayout> {
+        if let Some(swizzle) = layout.swizzle() {
+            return Err(Error::Unsupported(format!(
+                "{layout} is swizzled by {swizzle}; SwizzledLayout::from_layout writes it in \
+                 CuTe's notation"
+            )));
+        }
         if layout.rank() == 0 {
             return Err(Error::Unsupported(
                 "a CuTe layout needs at least one mode".into(),
@@ -626,11 +662,15 @@ pub(crate) fn shape_or_layout(cursor: &mut Cursor) -> Result<Operand> {
     CuteLayout::new(shape, stride).map(Operand::Layout)
 }
 
-/// Reports CuTe's swizzled layouts (`Sw<B,M,S> o offset o layout`) as unsupported.
+/// Reports CuTe's swizzled layouts (`Sw<B,M,S> o offset o layout`) as unsupported where an
+/// affine layout is needed (the layout algebra and its tilers; [`Layout::parse`] reads the
+/// swizzle before it gets here).
 fn reject_swizzle(cursor: &mut Cursor) -> Result<()> {
-    if cursor.eat_str("Sw<") {
+    if cursor.eat_str("Sw<") || cursor.eat_str("Swizzle<") {
         return Err(Error::Unsupported(
-            "swizzled layouts (`Sw<B,M,S> o …`) XOR address bits and have no affine form".into(),
+            "a swizzled layout (`Sw<B,M,S> o …`) in the layout algebra, which composes affine \
+             layouts only; Layout::parse and SwizzledLayout read swizzled layouts"
+                .into(),
         ));
     }
     Ok(())

@@ -2,6 +2,7 @@
 
 use super::testing::{arb_layout, arb_shape, cute};
 use super::*;
+use crate::layout::Swizzle;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -315,12 +316,272 @@ fn overflow_is_reported() {
 
 #[test]
 fn unsupported_cute_features() {
-    for text in ["Sw<3,4,3> o _0 o (8,8):(8,1)", "(_4,_8):(_1@0,_1@1)"] {
+    let scaled_basis = "(_4,_8):(_1@0,_1@1)";
+    assert!(matches!(
+        CuteLayout::parse(scaled_basis),
+        Err(Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        Layout::parse(&format!("cute:{scaled_basis}")),
+        Err(Error::Unsupported(_))
+    ));
+    // The layout algebra composes affine layouts only: a swizzled layout is a clear error there
+    // (as a layout and as a tiler), while Layout::parse and SwizzledLayout take it.
+    let swizzled = "Sw<3,4,3> o _0 o (8,8):(8,1)";
+    for err in [
+        CuteLayout::parse(swizzled).unwrap_err(),
+        CuteLayout::parse("Swizzle<3,4,3> o (8,8):(8,1)").unwrap_err(),
+        swizzled.parse::<crate::algebra::Tiler>().unwrap_err(),
+    ] {
         assert!(
-            matches!(CuteLayout::parse(text), Err(Error::Unsupported(_))),
+            matches!(&err, Error::Unsupported(m) if m.contains("layout algebra")),
+            "{err}"
+        );
+    }
+    assert!(Layout::parse(&format!("cute:{swizzled}")).is_ok());
+    assert!(SwizzledLayout::parse(swizzled).is_ok());
+}
+
+/// CuTe's swizzle written out again from its definition in NVIDIA/cutlass
+/// `include/cute/swizzle.hpp` (`Swizzle<BBits, MBase, SShift>`): `bit_msk = (1 << B) - 1`,
+/// `yyy_msk = bit_msk << (M + max(0,S))`, `zzz_msk = bit_msk << (M - min(0,S))`,
+/// `apply(o) = o ^ shiftr(o & yyy_msk, S)`, where `shiftr` by a negative amount shifts left.
+fn cute_swizzle(b: i64, m: i64, s: i64, o: i64) -> i64 {
+    let bit_msk = (1i64 << b) - 1;
+    let yyy_msk = bit_msk << (m + s.max(0));
+    let zzz_msk = bit_msk << (m - s.min(0));
+    let shifted = if s >= 0 {
+        (o & yyy_msk) >> s
+    } else {
+        (o & yyy_msk) << -s
+    };
+    assert_eq!(shifted & !zzz_msk, 0, "YYY lands on ZZZ");
+    o ^ shifted
+}
+
+/// The offsets of a 2-D layout in row-major order of its coordinates, by `f(row, col)`.
+fn grid(rows: usize, cols: usize, f: impl Fn(i64, i64) -> i64) -> Vec<i64> {
+    (0..rows as i64)
+        .flat_map(|r| (0..cols as i64).map(move |c| (r, c)))
+        .map(|(r, c)| f(r, c))
+        .collect()
+}
+
+fn lowered(text: &str) -> Layout {
+    Layout::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+#[test]
+fn swizzled_worked_examples() {
+    // The example, by CuTe's definition: row r of 64 starts at 64r; from row 2 on,
+    // bits 7..9 of the offset flip bits 4..6 (16-element runs swap places).
+    let l = lowered("cute:Sw<3,4,3> o _0 o (8,64):(64,1)");
+    assert_eq!(l.shape(), [8, 64]);
+    assert_eq!(
+        l.offsets(),
+        grid(8, 64, |r, c| cute_swizzle(3, 4, 3, 64 * r + c))
+    );
+    assert_eq!(l.offset(&[2, 0]).unwrap(), 144); // 128 ^ (128 >> 3)
+    assert_eq!(l.offset(&[2, 16]).unwrap(), 128);
+    assert_eq!(l.offset(&[7, 63]).unwrap(), 463); // 511 ^ ((511 & 0b1110000000) >> 3)
+    assert_eq!((l.cosize(), l.min_offset(), l.max_offset()), (512, 0, 511));
+    assert!(l.is_injective());
+
+    // CuTe's print of the SM90 GMMA K-major 128-byte swizzle atom for 8-bit elements
+    // (`GMMA::Layout_K_SW128_Atom<int8_t>`, cute/atom/mma_traits_sm90_gmma.hpp): 8 rows of 128
+    // bytes, the 16-byte chunk index of each row XORed with the row.
+    let atom = lowered("cute:Sw<3,4,3> o _0 o (_8,_128):(_128,_1)");
+    let chunks = |r: i64, c: i64| 128 * r + 16 * ((c / 16) ^ r) + c % 16;
+    assert_eq!(atom.offsets(), grid(8, 128, chunks));
+    // The same atom tiled to 128x128 by tile_to_shape, as CuTe prints it: blocks of 8 rows.
+    let tiled = lowered("cute:Sw<3,4,3> o _0 o ((_8,_16),(_128,_1)):((_128,_1024),(_1,_0))");
+    let blocks = |m: i64, k: i64| 1024 * (m / 8) + chunks(m % 8, k);
+    assert_eq!(tiled.offsets(), grid(128, 128, blocks));
+    assert_eq!(tiled.cosize(), 128 * 128);
+    // The MN-major atom for 16-bit elements: 64 contiguous elements per column k, the 8-element
+    // chunk index XORed with k.
+    let mn = lowered("cute:Sw<3,3,3> o _0 o (_64,_8):(_1,_64)");
+    assert_eq!(
+        mn.offsets(),
+        grid(64, 8, |m, k| 64 * k + 8 * ((m / 8) ^ k) + m % 8)
+    );
+
+    // A negative shift moves the YYY bits left, and an offset comes before the swizzle:
+    // offset 5 = 4 + 1 has YYY = bit 0, which flips bit 2: 5 ^ 4 = 1; 6 ^ (2 << 2) = 14.
+    let left = lowered("cute:Sw<2,0,-2> o 4 o (4,4):(4,1)");
+    assert_eq!(
+        left.offsets(),
+        grid(4, 4, |r, c| cute_swizzle(2, 0, -2, 4 + 4 * r + c))
+    );
+    assert_eq!(left.offsets()[..4], [4, 1, 14, 11]);
+    assert_eq!(
+        (left.min_offset(), left.max_offset(), left.cosize()),
+        (1, 31, 32)
+    );
+
+    // Without the offset part, and with a bare shape (LayoutLeft) inside.
+    assert!(lowered("cute:Sw<3,4,3> o (8,64):(64,1)").same_function(&l));
+    let left_major = lowered("cute:Sw<1,1,2> o (4,8)");
+    assert_eq!(
+        left_major.offsets(),
+        grid(4, 8, |r, c| cute_swizzle(1, 1, 2, r + 4 * c))
+    );
+    // Large compact layouts have their exact span too (from the first and last blocks).
+    let large = lowered("cute:Sw<3,4,3> o 552 o (2048,1024):(1024,1)");
+    let swizzled = || (552..552 + 2048 * 1024).map(|o| cute_swizzle(3, 4, 3, o));
+    let (min, max) = (swizzled().min().unwrap(), swizzled().max().unwrap());
+    assert_eq!((large.min_offset(), large.max_offset()), (min, max));
+    assert_eq!(large.cosize() as i64, max + 1);
+    // An identity swizzle (B = 0) is the layout itself.
+    let identity = lowered("cute:Sw<0,4,3> o (8,64):(64,1)");
+    assert_eq!(identity, Layout::row_major(&[8, 64]).unwrap());
+}
+
+#[test]
+fn swizzled_text_prints_and_parses_back() {
+    let sw = SwizzledLayout::parse("Sw<3,4,3> o _0 o (8,64):(64,1)").unwrap();
+    assert_eq!(sw.to_string(), "Sw<3,4,3> o _0 o (8,64):(64,1)");
+    assert_eq!(sw.moye(), "Sw<3,4,3> o _0 o (8, 64):(64, 1)");
+    assert_eq!(sw.layout().to_string(), "(8,64):(64,1)");
+    assert_eq!(
+        (sw.swizzle().to_string(), sw.offset()),
+        ("Sw<3,4,3>".into(), 0)
+    );
+    // CuTe's static markers, MoYe's spacing, `Swizzle<…>`, `∘`, no offset, any whitespace.
+    for text in [
+        "Sw<3,4,3> o (8,64):(64,1)",
+        "Sw<3,4,3> o _0 o (_8,_64):(_64,_1)",
+        "Sw<3,4,3> o 0 o (8, 64):(64, 1)",
+        "Swizzle<3,4,3> ∘ _0 ∘ (8,64):(64,1)",
+        "  Sw< 3 , 4 , 3 >  o  _0  o  ( 8 , 64 ) : ( 64 , 1 )  ",
+        "Sw<3,4,3>o _0o(8,64):(64,1)",
+        "cute:Sw<3,4,3> o _0 o (8,64):(64,1)",
+        "moye:Sw<3,4,3> o _0 o (8, 64):(64, 1)",
+    ] {
+        assert_eq!(SwizzledLayout::parse(text).unwrap(), sw, "{text}");
+        let prefixed = if text.contains(':') && text.trim_start().starts_with(['c', 'm']) {
+            text.to_string()
+        } else {
+            format!("moye:{text}")
+        };
+        assert_eq!(lowered(&prefixed), sw.to_layout().unwrap(), "{text}");
+    }
+    let based = SwizzledLayout::parse("Sw<2,0,-2> o _4 o (4,4):(4,1)").unwrap();
+    assert_eq!(based.to_string(), "Sw<2,0,-2> o 4 o (4,4):(4,1)");
+    // A rank-1 integer layout and a one-tuple keep their forms.
+    assert_eq!(
+        SwizzledLayout::parse("Sw<1,0,1> o 8:1")
+            .unwrap()
+            .to_string(),
+        "Sw<1,0,1> o _0 o 8:1"
+    );
+    assert_eq!(
+        SwizzledLayout::parse("Sw<1,0,1> o 2 o (8,):(1,)")
+            .unwrap()
+            .moye(),
+        "Sw<1,0,1> o 2 o (8,):(1,)"
+    );
+    // From the canonical layout back to CuTe's text.
+    assert_eq!(
+        SwizzledLayout::from_layout(&sw.to_layout().unwrap()).unwrap(),
+        sw
+    );
+    assert_eq!(
+        SwizzledLayout::from_layout(&based.to_layout().unwrap()).unwrap(),
+        based
+    );
+    assert!(matches!(
+        CuteLayout::from_layout(&sw.to_layout().unwrap()),
+        Err(Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        SwizzledLayout::from_layout(&Layout::row_major(&[8, 64]).unwrap()),
+        Err(Error::Unsupported(_))
+    ));
+    // The canonical layout shows the swizzle around its sum.
+    assert_eq!(
+        sw.to_layout().unwrap().to_string(),
+        "[8, 64] -> Sw<3,4,3>(64*x0 + x1)"
+    );
+    assert_eq!(
+        based.to_layout().unwrap().to_string(),
+        "[4, 4] -> Sw<2,0,-2>(4*x0 + x1 + 4)"
+    );
+}
+
+#[test]
+fn swizzled_text_errors_are_clear() {
+    let invalid = |text: &str| {
+        let e = SwizzledLayout::parse(text).unwrap_err();
+        assert!(matches!(e, Error::InvalidLayout(_)), "{text}: {e:?}");
+        assert_eq!(Layout::parse(&format!("cute:{text}")).unwrap_err(), e);
+    };
+    invalid("Sw<-1,4,3> o (8,8):(8,1)"); // B < 0
+    invalid("Sw<3,-1,3> o (8,8):(8,1)"); // M < 0
+    invalid("Sw<3,4,2> o (8,8):(8,1)"); // |S| < B: overlapping masks
+    invalid("Sw<3,4,-2> o (8,8):(8,1)");
+    for text in [
+        "Sw<3,58,3> o 8:1",
+        "Sw<62,0,62> o 8:1",
+        "Sw<1,1,-9223372036854775808> o 8:1",
+    ] {
+        assert!(
+            matches!(SwizzledLayout::parse(text), Err(Error::Overflow(_))),
             "{text}"
         );
     }
+    assert_eq!(
+        column_of(SwizzledLayout::parse("Sw<3,4,3> o Sw").unwrap_err()),
+        13
+    );
+    for (text, column) in [
+        ("Sw<3,4> o 8:1", 7),
+        ("Sw<3,4,3 o 8:1", 10),
+        ("Sw<3,4,3> 8:1", 11),
+        ("Sw<3,4,3> o", 12),
+        ("Sw<3,4,3> o _0 o", 17),
+        ("Sw<3,4,3> o _0 o 8:1 o", 22),
+        ("Sw<3,x,3> o 8:1", 6),
+        ("(8,8):(8,1) o Sw<3,4,3>", 1),
+    ] {
+        let e = SwizzledLayout::parse(text).unwrap_err();
+        assert_eq!(column_of(e), column, "{text}");
+    }
+    assert!(matches!(
+        SwizzledLayout::parse("(8,8):(8,1)"),
+        Err(Error::Parse { column: 1, .. })
+    ));
+    assert!(matches!(
+        SwizzledLayout::parse("Sw<3,4,3> o Sw<3,4,3> o (8,8):(8,1)"),
+        Err(Error::Unsupported(_))
+    ));
+}
+
+#[test]
+fn swizzled_layouts_are_injective_when_their_layout_is() {
+    for (text, injective) in [
+        ("Sw<3,4,3> o (8,64):(64,1)", true),
+        ("Sw<3,4,3> o (8,64):(1,8)", true),
+        ("Sw<2,1,-3> o 7 o (8,64):(128,2)", true),
+        ("Sw<3,4,3> o (8,64):(0,1)", false),
+        ("Sw<3,4,3> o (8,64):(32,1)", false),
+        ("Sw<1,0,1> o (4,4):(-4,-1)", true),
+    ] {
+        let l = lowered(&format!("cute:{text}"));
+        let mut offsets = l.offsets();
+        offsets.sort_unstable();
+        offsets.dedup();
+        assert_eq!(offsets.len() == l.size(), injective, "{text}");
+        assert_eq!(l.is_injective(), injective, "{text}");
+        assert_eq!(l.injectivity(), Some(injective), "{text}");
+    }
+}
+
+fn arb_swizzle() -> impl Strategy<Value = Swizzle> {
+    (0i64..=3, 0i64..=4, 0i64..=3, any::<bool>()).prop_map(|(b, m, extra, negative)| {
+        let s = (b + extra).max(1);
+        Swizzle::new(b, m, if negative { -s } else { s }).unwrap()
+    })
 }
 
 /// CuTe's `crd2idx` for an integer coordinate, written straight from LAYOUTS.md §1.2.
@@ -393,7 +654,54 @@ proptest! {
     }
 
     #[test]
-    fn garbage_never_panics(text in "[0-9_(),: @Sw<>-]{0,40}", any_text in any::<String>()) {
+    fn swizzled_text_round_trips_and_agrees_with_cute(
+        swizzle in arb_swizzle(),
+        offset in prop_oneof![Just(0i64), -20i64..=40],
+        l in arb_layout(),
+    ) {
+        let sw = SwizzledLayout::new(swizzle, offset, l.clone()).unwrap();
+        let lowered = sw.to_layout().unwrap();
+        for text in [sw.to_string(), sw.moye()] {
+            let back = SwizzledLayout::parse(&text).unwrap();
+            prop_assert_eq!(&back, &sw);
+            prop_assert_eq!(&Layout::parse(&format!("cute:{text}")).unwrap(), &lowered);
+        }
+        // Offsets by CuTe's definition: swizzle(offset + layout(x)).
+        let inner = l.to_layout().unwrap();
+        let (b, m, s) = (swizzle.bits() as i64, swizzle.base() as i64, swizzle.shift() as i64);
+        let want: Vec<i64> = inner.offsets().iter().map(|&o| cute_swizzle(b, m, s, offset + o)).collect();
+        prop_assert_eq!(&lowered.offsets(), &want);
+        // The buffer is exactly the span of the offsets.
+        prop_assert_eq!(lowered.min_offset(), *want.iter().min().unwrap());
+        prop_assert_eq!(lowered.max_offset(), *want.iter().max().unwrap());
+        // Injective exactly when no two offsets agree.
+        let mut distinct = want.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        prop_assert_eq!(lowered.is_injective(), distinct.len() == want.len());
+        // Back to CuTe's text from the canonical layout: the same function.
+        if !swizzle.is_identity() {
+            let back = SwizzledLayout::from_layout(&lowered).unwrap();
+            prop_assert!(back.to_layout().unwrap().same_function(&lowered));
+            prop_assert!(lowered.coalesce().same_function(&lowered));
+        }
+    }
+
+    #[test]
+    fn compact_swizzled_layouts_have_the_exact_span(
+        swizzle in arb_swizzle(),
+        offset in -40i64..=40,
+        l in super::testing::injective_layouts(arb_shape(), 1),
+    ) {
+        // A compact layout fills an interval: the span comes from its first and last blocks.
+        let lowered = SwizzledLayout::new(swizzle, offset, l).unwrap().to_layout().unwrap();
+        let offsets = lowered.offsets();
+        prop_assert_eq!(lowered.min_offset(), *offsets.iter().min().unwrap());
+        prop_assert_eq!(lowered.max_offset(), *offsets.iter().max().unwrap());
+    }
+
+    #[test]
+    fn garbage_never_panics(text in "[0-9_(),: @Swo<>-]{0,40}", any_text in any::<String>()) {
         for t in [&text, &any_text] {
             let _ = CuteLayout::parse(t);
             let _ = t.parse::<IntTuple>();

@@ -46,8 +46,12 @@ pub fn plan(src: &Layout, dst: &Layout, target: usize) -> Option<Slabs> {
 }
 
 /// The smallest slab start granularity that keeps `layout`'s digits of `dim` periodic or linear,
-/// if they all are plain.
+/// if they all are plain and the layout is not swizzled (a slab of a swizzled layout is not the
+/// whole's offsets less a constant).
 fn grain(layout: &Layout, dim: usize) -> Option<usize> {
+    if layout.swizzle().is_some() {
+        return None;
+    }
     let extent = layout.shape()[dim];
     let mut g = 1usize;
     for digit in layout.digits() {
