@@ -34,6 +34,19 @@ pub fn relayout<T: Copy>(
     dst: &mut [T],
     pad: Option<T>,
 ) -> Result<()> {
+    each_element(src_layout, src, dst_layout, dst, pad, |x| x)
+}
+
+/// The loop of both relayouts: checks the pair and the buffers, fills the padding with `pad`,
+/// then stores `put(src element)` at every element's place in `dst`.
+fn each_element<S: Copy, D: Copy>(
+    src_layout: &Layout,
+    src: &[S],
+    dst_layout: &Layout,
+    dst: &mut [D],
+    pad: Option<D>,
+    put: impl Fn(S) -> D,
+) -> Result<()> {
     check_pair(src_layout, dst_layout)?;
     check_len("source", src_layout, src.len())?;
     check_len("destination", dst_layout, dst.len())?;
@@ -44,7 +57,7 @@ pub fn relayout<T: Copy>(
     for_each_coord(src_layout.shape(), |x| {
         let from = (src_layout.offset_unchecked(x) - src_start) as usize;
         let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
-        dst[to] = src[from];
+        dst[to] = put(src[from]);
     });
     Ok(())
 }
@@ -88,19 +101,9 @@ pub fn relayout_converted<S: Element, D: Element>(
             )));
         }
     }
-    check_pair(src_layout, dst_layout)?;
-    check_len("source", src_layout, src.len())?;
-    check_len("destination", dst_layout, dst.len())?;
-    if let Some(v) = pad {
-        dst[..dst_layout.cosize()].fill(v);
-    }
-    let (src_start, dst_start) = (src_layout.buffer_start(), dst_layout.buffer_start());
-    for_each_coord(src_layout.shape(), |x| {
-        let from = (src_layout.offset_unchecked(x) - src_start) as usize;
-        let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
-        dst[to] = D::from_bits(conversion.apply(src[from].to_bits()));
-    });
-    Ok(())
+    each_element(src_layout, src, dst_layout, dst, pad, |x| {
+        D::from_bits(conversion.apply(x.to_bits()))
+    })
 }
 
 /// Fails unless a buffer of `len` elements covers `layout`.

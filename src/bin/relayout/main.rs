@@ -2,6 +2,7 @@
 //! the demo: compile a relayout, show its plan and IR, check it and time it.
 
 mod bench;
+mod conversion_args;
 mod convert;
 mod cute_cmd;
 mod demo;
@@ -11,6 +12,7 @@ mod values;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use conversion_args::ConversionArgs;
 use relayout::{
     compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout, Options,
     Relayout,
@@ -82,17 +84,8 @@ struct PairArgs {
     /// or the type the XLA layouts name. With --to, the source's type.
     #[arg(long)]
     dtype: Option<String>,
-    /// Convert to this element type on the way (u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32
-    /// f64); an XLA destination layout names it too. Default: the source's type.
-    #[arg(long)]
-    to: Option<String>,
-    /// Multiply every element by this on the way: y = scale * x + shift, in f32 (f64 when a
-    /// side is f64), then converted to the destination type.
-    #[arg(long, allow_hyphen_values = true)]
-    scale: Option<f64>,
-    /// Add this to every element on the way (see --scale).
-    #[arg(long, allow_hyphen_values = true)]
-    shift: Option<f64>,
+    #[command(flatten)]
+    convert: ConversionArgs,
     /// Value written to the destination's padding slots (which are otherwise left alone), a
     /// value of the destination type.
     #[arg(long, allow_hyphen_values = true)]
@@ -118,14 +111,13 @@ impl PairArgs {
         let dst = notation::parse(&self.dst)?;
         let (values, dst_values) = element_types(
             self.dtype.as_deref(),
-            self.to.as_deref(),
+            self.convert.to.as_deref(),
             src.dtype,
             dst.dtype,
         )?;
-        let mut conversion = Conversion::new(values.dtype(), dst_values.dtype())?;
-        if self.scale.is_some() || self.shift.is_some() {
-            conversion = conversion.affine(self.scale.unwrap_or(1.0), self.shift.unwrap_or(0.0))?;
-        }
+        let conversion = self
+            .convert
+            .conversion(values.dtype(), dst_values.dtype())?;
         let pad_bits = self
             .pad_value
             .as_deref()

@@ -9,10 +9,10 @@ use clap::{Args, ValueEnum};
 use relayout::plan::{Plan, Tactics};
 use relayout::suite::{self, PageAligned, Size};
 use relayout::{
-    compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout, Options,
-    Target,
+    compile_relayout_with, notation, reference, DType, Element, Error, Layout, Options, Target,
 };
 
+use crate::conversion_args::ConversionArgs;
 use crate::timing;
 
 mod conversions;
@@ -93,16 +93,10 @@ pub struct BenchArgs {
     /// Element type of the --src/--dst pair (default f32, or XLA's type).
     #[arg(long, requires = "src")]
     dtype: Option<String>,
-    /// Convert the --src/--dst pair to this type on the way, and time it as `--conversions`
-    /// does (an XLA destination layout that names another type converts too).
-    #[arg(long, requires = "src")]
-    to: Option<String>,
-    /// Scale of the pair's conversion: y = scale * x + shift.
-    #[arg(long, requires = "src", allow_hyphen_values = true)]
-    scale: Option<f64>,
-    /// Shift of the pair's conversion (see --scale).
-    #[arg(long, requires = "src", allow_hyphen_values = true)]
-    shift: Option<f64>,
+    /// A conversion of the --src/--dst pair on the way, timed as `--conversions` times the
+    /// suite's (an XLA destination layout that names another type converts too).
+    #[command(flatten)]
+    convert: ConversionArgs,
     /// Time the suite's converting relayouts (or those of them named): fused, against the
     /// relayout followed by a conversion pass, the relayout alone, memcpy of the larger side's
     /// bytes and the naive loop.
@@ -273,15 +267,11 @@ impl BenchArgs {
             let (src, dst) = (notation::parse(src)?, notation::parse(dst)?);
             let (from, to) = crate::element_types(
                 self.dtype.as_deref(),
-                self.to.as_deref(),
+                self.convert.to.as_deref(),
                 src.dtype,
                 dst.dtype,
             )?;
-            let mut conversion = Conversion::new(from.dtype(), to.dtype())?;
-            if self.scale.is_some() || self.shift.is_some() {
-                conversion =
-                    conversion.affine(self.scale.unwrap_or(1.0), self.shift.unwrap_or(0.0))?;
-            }
+            let conversion = self.convert.conversion(from.dtype(), to.dtype())?;
             if conversion.is_identity() {
                 return Ok(None);
             }
@@ -291,6 +281,13 @@ impl BenchArgs {
                 dst: dst.layout,
                 conversion,
             }]));
+        }
+        if self.convert.any() {
+            return Err(Error::Unsupported(
+                "--to, --scale and --shift convert a --src/--dst pair; the suite's converting \
+                 cases are --conversions"
+                    .into(),
+            ));
         }
         if !self.conversions {
             return Ok(None);
@@ -319,7 +316,7 @@ impl BenchArgs {
             let (src, dst) = (notation::parse(src)?, notation::parse(dst)?);
             let (values, _) = crate::element_types(
                 self.dtype.as_deref(),
-                self.to.as_deref(),
+                self.convert.to.as_deref(),
                 src.dtype,
                 dst.dtype,
             )?;

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use relayout::{compile_relayout_with, notation, Conversion, Error, Layout, Options};
+use relayout::{compile_relayout_with, notation, Error, Layout, Options};
+
+use crate::conversion_args::ConversionArgs;
 
 use files::{is_npy, Input, Output};
 
@@ -53,16 +55,9 @@ pub struct ConvertArgs {
     /// Threads for the kernel.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
-    /// Convert to this element type on the way (u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32
-    /// f64; an XLA destination layout names it too); the output holds this type.
-    #[arg(long)]
-    to: Option<String>,
-    /// Multiply every element by this on the way: y = scale * x + shift (see `relayout apply`).
-    #[arg(long, allow_hyphen_values = true)]
-    scale: Option<f64>,
-    /// Add this to every element on the way (see --scale).
-    #[arg(long, allow_hyphen_values = true)]
-    shift: Option<f64>,
+    /// A conversion on the way; the output then holds the destination's type.
+    #[command(flatten)]
+    convert: ConversionArgs,
     /// Value written to the destination's padding slots (which otherwise hold zeros), a value
     /// of the destination's type.
     #[arg(long, allow_hyphen_values = true)]
@@ -93,7 +88,7 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
     };
     let dtype_flag = args.dtype.as_deref().or(named);
     let (values, dst_values) =
-        crate::element_types(dtype_flag, args.to.as_deref(), src.dtype, dst.dtype)?;
+        crate::element_types(dtype_flag, args.convert.to.as_deref(), src.dtype, dst.dtype)?;
     let dtype = values.dtype();
     let (src, dst) = (src.layout, dst.layout);
     input.check(dtype, src.cosize())?;
@@ -102,10 +97,7 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
         .as_deref()
         .map(|v| dst_values.parse(v))
         .transpose()?;
-    let mut conversion = Conversion::new(dtype, dst_values.dtype())?;
-    if args.scale.is_some() || args.shift.is_some() {
-        conversion = conversion.affine(args.scale.unwrap_or(1.0), args.shift.unwrap_or(0.0))?;
-    }
+    let conversion = args.convert.conversion(dtype, dst_values.dtype())?;
     let options = Options::new()
         .convert(conversion)
         .threads(usize::from(args.threads));
