@@ -105,8 +105,9 @@ impl Kind {
 const CONVERTIBLE: &str = "u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64";
 
 impl Conversion {
-    /// The conversion from `from` to `to`. Both must be numeric types ([`CONVERTIBLE`]), unless
-    /// they are the same type (then the elements move as they are).
+    /// The conversion from `from` to `to`. Both must be numeric types (`u8 i8 u16 i16 u32 i32
+    /// u64 i64 f16 bf16 f32 f64`), unless they are the same type (then the elements move as
+    /// they are).
     ///
     /// ```
     /// use relayout::{Conversion, DType, Error};
