@@ -170,7 +170,7 @@ fn batched_transposes_are_recognised() {
     assert_eq!(rows_cols("copy_f32"), None);
 }
 
-const TSV_HEADER: &str = "case\tdtype\tbytes\tthreads\trelayout_gbps\tmemcpy_gbps\tratio_memcpy\tnaive_gbps\tspeedup_naive\tcompile_us";
+const TSV_HEADER: &str = "case\tdtype\tbytes\tthreads\trelayout_gbps\tmemcpy_gbps\tratio_memcpy\tnaive_gbps\tspeedup_naive\tcompile_us\ttuned_ms";
 
 fn bench(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_relayout"))
@@ -194,7 +194,7 @@ fn bench_tsv(args: &[&str]) -> Vec<Vec<String>> {
     lines
         .map(|line| {
             let cells: Vec<String> = line.split('\t').map(String::from).collect();
-            assert_eq!(cells.len(), 10, "every column in {line:?}");
+            assert_eq!(cells.len(), 11, "every column in {line:?}");
             let bytes: usize = cells[2].parse().unwrap();
             let threads: usize = cells[3].parse().unwrap();
             assert!(bytes > 0 && threads > 0, "{line}");

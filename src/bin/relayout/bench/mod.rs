@@ -36,7 +36,9 @@ least 10 ms.
 GB/s counts the tensor's element bytes moved one way, the same for every contender; ratio is \
 relayout's GB/s over memcpy's, speed-up relayout's over the naive loop's; compile µs is the median \
 time of nine fresh compiles of the kernel (planning and Cranelift, the kernel cache bypassed) \
-after a first one. Figures depend on the machine and on \
+after a first one; tuned ms is the time from asking for the kernel until tuning had chosen its \
+tactics (compiling every candidate, and the runs that timed them, which also move the data; \
+the first compile alone with --no-tune). Figures depend on the machine and on \
 what else runs on it.
 
 With --conversions (or a --src/--dst pair that converts, with --to or XLA types), the suite's \
@@ -49,7 +51,7 @@ naive loop; GB/s count the larger side's bytes.";
 pub(super) const COMPILES: usize = 9;
 
 /// Column names of `--format tsv`, in order.
-const TSV_COLUMNS: [&str; 10] = [
+const TSV_COLUMNS: [&str; 11] = [
     "case",
     "dtype",
     "bytes",
@@ -60,10 +62,11 @@ const TSV_COLUMNS: [&str; 10] = [
     "naive_gbps",
     "speedup_naive",
     "compile_us",
+    "tuned_ms",
 ];
 
 /// Column headings of the table and markdown formats (the same columns as [`TSV_COLUMNS`]).
-const HEADINGS: [&str; 10] = [
+const HEADINGS: [&str; 11] = [
     "case",
     "dtype",
     "bytes",
@@ -74,10 +77,11 @@ const HEADINGS: [&str; 10] = [
     "naive GB/s",
     "speed-up",
     "compile µs",
+    "tuned ms",
 ];
 
 /// Column widths of the table format; the first two columns are left-aligned.
-const WIDTHS: [usize; 10] = [17, 5, 10, 7, 13, 11, 8, 10, 9, 10];
+const WIDTHS: [usize; 11] = [17, 5, 10, 7, 13, 11, 8, 10, 9, 10, 8];
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -178,6 +182,9 @@ struct Row {
     memcpy_gbps: f64,
     naive_gbps: f64,
     compile_us: f64,
+    /// Milliseconds from the request to compile until tuning had chosen (compiling every
+    /// candidate and the runs that timed them), in this process.
+    tuned_ms: f64,
 }
 
 impl Row {
@@ -191,7 +198,7 @@ impl Row {
 
     /// The row's cells; `bytes` exact for tsv, in KiB/MiB otherwise; figures to four
     /// significant digits.
-    fn cells(&self, format: Format) -> [String; 10] {
+    fn cells(&self, format: Format) -> [String; 11] {
         let bytes = match format {
             Format::Tsv => self.bytes.to_string(),
             Format::Table | Format::Markdown => human_bytes(self.bytes),
@@ -207,6 +214,7 @@ impl Row {
             significant(self.naive_gbps),
             significant(self.speedup_naive()),
             format!("{:.0}", self.compile_us),
+            significant(self.tuned_ms),
         ]
     }
 }
@@ -439,6 +447,7 @@ fn measure_as<T: Element>(
     if let Some(tactics) = job.tactics {
         options = options.tactics(tactics);
     }
+    let requested = std::time::Instant::now();
     let kernel = compile_relayout_with(&job.src, &job.dst, options)?;
     let elements = job.src.size();
     // Every page is written before timing, so no contender pays for first touches; a source of
@@ -458,6 +467,7 @@ fn measure_as<T: Element>(
     while kernel.tactics().is_none() {
         kernel.run(&src, &mut dst)?;
     }
+    let tuned_ms = requested.elapsed().as_secs_f64() * 1e3;
     // The first compile above was the warm-up (and, when tuning, chose the blocking that these
     // fresh compiles of the same pair now use).
     let compiles = (0..COMPILES)
@@ -486,6 +496,7 @@ fn measure_as<T: Element>(
         memcpy_gbps: gbps(memcpy),
         naive_gbps: gbps(naive),
         compile_us: timing::median(compiles),
+        tuned_ms,
     })
 }
 
@@ -516,7 +527,7 @@ fn write_header(out: &mut impl std::io::Write, format: Format) -> std::io::Resul
         Format::Table => write_row(out, format, &HEADINGS.map(String::from), &WIDTHS),
         Format::Markdown => {
             write_row(out, format, &HEADINGS.map(String::from), &WIDTHS)?;
-            let rule = ["---"; 10].map(String::from);
+            let rule = ["---"; 11].map(String::from);
             write_row(out, format, &rule, &WIDTHS)
         }
     }
