@@ -646,3 +646,38 @@ fn the_command_line_converts_with_to_scale_and_xla_types() {
     ]);
     assert!(plan.starts_with("plan: f32 -> bf16 elements"), "{plan}");
 }
+
+/// 300 cases unless `PROPTEST_CASES` says otherwise (for a long run).
+fn random_config() -> proptest::prelude::ProptestConfig {
+    let mut config = proptest::prelude::ProptestConfig::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = 300;
+    }
+    config
+}
+
+proptest::proptest! {
+    #![proptest_config(random_config())]
+
+    /// Random layout pairs (the generator of `tests/random_pairs.rs` and the fuzz targets) with
+    /// random conversions, with or without a scale and shift and a pad value, some pinned to a
+    /// candidate that stages and streams on small destinations: the JIT against the reference
+    /// in guard pages.
+    #[test]
+    fn random_pairs_with_random_conversions(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+        from in 0..NUMERIC.len(),
+        to in 0..NUMERIC.len(),
+        affine in proptest::option::of((-1e3f64..1e3, -1e3f64..1e3)),
+        pad in proptest::prelude::any::<bool>(),
+        candidate in proptest::option::of(0..Tactics::CANDIDATES.len()),
+    ) {
+        let pair = common::random_layouts::pair_from(&mut bytes.into_iter());
+        let mut c = convert(NUMERIC[from], NUMERIC[to]);
+        if let Some((scale, shift)) = affine {
+            c = c.affine(scale, shift).unwrap();
+        }
+        let pad = pad.then_some(0x1234_5678_9abc_def0 & mask(NUMERIC[to].bits()));
+        check_sized(&pair.src.layout, &pair.dst.layout, c, candidate.map(Pin::eager), pad);
+    }
+}
