@@ -156,6 +156,30 @@ pub fn check_overlap(a: *const u8, a_len: usize, b: *const u8, b_len: usize) -> 
     Ok(())
 }
 
+/// The first element of `out`, a C-contiguous buffer of `elem_size`-byte elements that must hold
+/// `dst_len` of them and not overlap the source's `src_bytes` bytes at `src`: a destination a
+/// caller handed in.
+pub fn out_buffer(
+    out: &Bound<'_, PyAny>,
+    elem_size: usize,
+    dst_len: usize,
+    src: *const u8,
+    src_bytes: usize,
+) -> PyResult<*mut u8> {
+    let target = Strided::new(out, "out")?;
+    let (dst, m) = target.flat("out", elem_size, true)?;
+    if m < dst_len {
+        return Err(Error::BufferTooShort {
+            which: "destination",
+            needed: dst_len,
+            got: m,
+        })
+        .or_py();
+    }
+    check_overlap(src, src_bytes, dst, dst_len * elem_size)?;
+    Ok(dst)
+}
+
 /// Whether a destination layout has slots that hold no element (which a new result array
 /// zeroes, unless a pad value fills them).
 pub fn has_padding(dst: &Layout) -> bool {
@@ -236,17 +260,7 @@ impl Kernel {
                 source.result(array)
             }
             Some(out) => {
-                let target = Strided::new(out, "out")?;
-                let (dst, m) = target.flat("out", size, true)?;
-                if m < dst_len {
-                    return Err(Error::BufferTooShort {
-                        which: "destination",
-                        needed: dst_len,
-                        got: m,
-                    })
-                    .or_py();
-                }
-                check_overlap(src, src_len * size, dst, dst_len * size)?;
+                let dst = out_buffer(out, size, dst_len, src, src_len * size)?;
                 // SAFETY: both lengths were checked, the ranges do not overlap, and the
                 // objects live until we return.
                 unsafe { run(py, &self.relayout, src, dst, self.pad) };

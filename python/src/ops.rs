@@ -6,7 +6,9 @@ use relayout::{compile_relayout_with, Error, Layout, Relayout};
 
 use crate::dtype;
 use crate::errors::OrPy;
-use crate::kernel::{cached, check_overlap, fresh_pages, has_padding, options, run, Cache, Pad};
+use crate::kernel::{
+    cached, check_overlap, fresh_pages, has_padding, options, out_buffer, run, Cache, Pad,
+};
 use crate::layout::PyLayout;
 use crate::tensor::Strided;
 
@@ -229,17 +231,7 @@ pub fn to_layout<'py>(
             source.result(array)
         }
         Some(out) => {
-            let target = Strided::new(out, "out")?;
-            let (to, m) = target.flat("out", size, true)?;
-            if m < dst_len {
-                return Err(Error::BufferTooShort {
-                    which: "destination",
-                    needed: dst_len,
-                    got: m,
-                })
-                .or_py();
-            }
-            check_overlap(src, src_len * size, to, dst_len * size)?;
+            let to = out_buffer(out, size, dst_len, src, src_len * size)?;
             // SAFETY: as above, with `out` checked to hold `dst_len` elements and not to
             // overlap `a`'s elements.
             unsafe { run(py, &kernel, src, to, pad) };
