@@ -386,3 +386,70 @@ fn bench_keeps_tuning_choices_in_a_file() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
     std::fs::remove_file(&file).ok();
 }
+
+/// `relayout bench --conversions` times every converting case of the suite, and a converting
+/// pair, with every column a positive figure; the conversion flags need a pair.
+#[test]
+fn bench_conversions_tsv_covers_the_converting_cases() {
+    let header = "case\tconversion\tbytes\tthreads\tfused_gbps\ttwo_pass_gbps\tunconverted_gbps\t\
+                  memcpy_gbps\tnaive_gbps\tfused_over_two_pass\tfused_over_unconverted\t\
+                  fused_over_memcpy\tcompile_us";
+    let rows = |args: &[&str]| -> Vec<Vec<String>> {
+        let out = bench(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(header));
+        lines
+            .map(|line| {
+                let cells: Vec<String> = line.split('\t').map(String::from).collect();
+                assert_eq!(cells.len(), 13, "{line}");
+                for cell in &cells[2..] {
+                    let x: f64 = cell
+                        .parse()
+                        .unwrap_or_else(|_| panic!("{cell:?} in {line}"));
+                    assert!(x.is_finite() && x > 0.0, "{cell:?} in {line}");
+                }
+                cells
+            })
+            .collect()
+    };
+    let quick = [
+        "--reduced",
+        "--runs",
+        "1",
+        "--naive-runs",
+        "1",
+        "--format",
+        "tsv",
+    ];
+    let suite_rows = rows(&[&["--conversions"], &quick[..]].concat());
+    let cases = suite::conversion_cases(Size::Reduced).unwrap();
+    assert_eq!(suite_rows.len(), cases.len());
+    for (row, case) in suite_rows.iter().zip(&cases) {
+        assert_eq!(row[0], case.name);
+        let c = case.conversion;
+        assert_eq!(row[1], format!("{}>{}", c.from_type(), c.to_type()));
+    }
+    let pair = [
+        "--src",
+        "cute:(40,48):(48,1)",
+        "--dst",
+        "cute:(40,48):(1,40)",
+        "--to",
+        "bf16",
+    ];
+    let pair_rows = rows(&[&pair[..], &quick[..]].concat());
+    assert_eq!(pair_rows.len(), 1);
+    assert_eq!(
+        (pair_rows[0][0].as_str(), pair_rows[0][1].as_str()),
+        ("custom", "f32>bf16")
+    );
+    let out = bench(&["--to", "bf16", "--reduced"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--src/--dst pair"));
+}
