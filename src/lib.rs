@@ -111,7 +111,7 @@ mod target;
 mod tune;
 pub mod tuning;
 
-pub use convert::Conversion;
+pub use convert::{Conversion, PerIndex};
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use layout::{Coords, Digit, Layout, Source};

@@ -4,7 +4,7 @@
 //! is written to be obviously correct: for every logical coordinate `x`,
 //! `dst[dst.index(x)] = src[src.index(x)]`, with each offset evaluated from the digits.
 
-use crate::convert::Conversion;
+use crate::convert::{Conversion, PerIndex};
 use crate::error::{Error, Result};
 use crate::layout::{check_pair, for_each_coord, Layout};
 use crate::relayout::Element;
@@ -34,18 +34,18 @@ pub fn relayout<T: Copy>(
     dst: &mut [T],
     pad: Option<T>,
 ) -> Result<()> {
-    each_element(src_layout, src, dst_layout, dst, pad, |x| x)
+    each_element(src_layout, src, dst_layout, dst, pad, |x, _| x)
 }
 
 /// The loop of both relayouts: checks the pair and the buffers, fills the padding with `pad`,
-/// then stores `put(src element)` at every element's place in `dst`.
+/// then stores `put(src element, its coordinate)` at every element's place in `dst`.
 fn each_element<S: Copy, D: Copy>(
     src_layout: &Layout,
     src: &[S],
     dst_layout: &Layout,
     dst: &mut [D],
     pad: Option<D>,
-    put: impl Fn(S) -> D,
+    put: impl Fn(S, &[usize]) -> D,
 ) -> Result<()> {
     check_pair(src_layout, dst_layout)?;
     check_len("source", src_layout, src.len())?;
@@ -57,7 +57,7 @@ fn each_element<S: Copy, D: Copy>(
     for_each_coord(src_layout.shape(), |x| {
         let from = (src_layout.offset_unchecked(x) - src_start) as usize;
         let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
-        dst[to] = put(src[from]);
+        dst[to] = put(src[from], x);
     });
     Ok(())
 }
@@ -86,6 +86,47 @@ pub fn relayout_converted<S: Element, D: Element>(
     conversion: Conversion,
     pad: Option<D>,
 ) -> Result<()> {
+    check_sizes::<S, D>(conversion)?;
+    each_element(src_layout, src, dst_layout, dst, pad, |x, _| {
+        D::from_bits(conversion.apply(x.to_bits()))
+    })
+}
+
+/// [`relayout_converted`] with a per-index affine map: the element at coordinate `x` is
+/// converted with `map`'s scale and shift for index `x[map.dim()]` (see [`PerIndex::apply`]).
+/// Fails with [`Error::Conversion`] when the map does not fit the conversion or the layouts'
+/// shape, as compiling does.
+///
+/// ```
+/// use relayout::{reference::relayout_per_index, Conversion, DType, Layout, PerIndex};
+///
+/// let l = Layout::row_major(&[2, 2])?;
+/// let rows = PerIndex::new(0, &[2.0, 10.0], &[1.0, 0.0])?;
+/// let to_i8 = Conversion::new(DType::F32, DType::I8)?;
+/// let mut b = [0i8; 4];
+/// relayout_per_index(&l, &[1.0f32, 2.0, 3.0, 4.0], &l, &mut b, to_i8, &rows, None)?;
+/// assert_eq!(b, [3, 5, 30, 40]);
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn relayout_per_index<S: Element, D: Element>(
+    src_layout: &Layout,
+    src: &[S],
+    dst_layout: &Layout,
+    dst: &mut [D],
+    conversion: Conversion,
+    map: &PerIndex,
+    pad: Option<D>,
+) -> Result<()> {
+    check_sizes::<S, D>(conversion)?;
+    map.check(&conversion, src_layout.shape())?;
+    let dim = map.dim();
+    each_element(src_layout, src, dst_layout, dst, pad, |v, x| {
+        D::from_bits(map.apply(&conversion, v.to_bits(), x[dim]))
+    })
+}
+
+/// Fails unless `S` and `D` are of the sizes of `conversion`'s two types.
+fn check_sizes<S: Element, D: Element>(conversion: Conversion) -> Result<()> {
     for (which, ty, size) in [
         ("source", conversion.from_type(), std::mem::size_of::<S>()),
         (
@@ -101,9 +142,7 @@ pub fn relayout_converted<S: Element, D: Element>(
             )));
         }
     }
-    each_element(src_layout, src, dst_layout, dst, pad, |x| {
-        D::from_bits(conversion.apply(x.to_bits()))
-    })
+    Ok(())
 }
 
 /// Fails unless a buffer of `len` elements covers `layout`.

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::convert::Conversion;
+use crate::convert::{Conversion, PerIndex};
 use crate::dtype::DType;
 use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
@@ -58,13 +58,18 @@ element!(u8 => u8, i8 => u8, u16 => u16, i16 => u16, u32 => u32, i32 => u32, f32
 /// assert_eq!(b[9], -1.0); // a padding slot
 /// # Ok::<(), relayout::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// `Options` is `Clone` rather than `Copy` because a per-index map ([`Options::per_index`])
+/// holds its lists; cloning shares them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Options {
     elem_size: usize,
     /// The element type named with [`Options::dtype`], checked when compiling.
     dtype: Option<DType>,
     /// The conversion named with [`Options::convert`], unless it changes nothing.
     conversion: Option<Conversion>,
+    /// The per-index affine map named with [`Options::per_index`].
+    per_index: Option<PerIndex>,
     pad_bits: Option<u64>,
     /// Bytes of the pad value given with [`Options::pad_value`], checked against a converting
     /// relayout's destination elements when compiling.
@@ -83,6 +88,7 @@ impl Default for Options {
             elem_size: 4,
             dtype: None,
             conversion: None,
+            per_index: None,
             pad_bits: None,
             pad_size: None,
             threads: 1,
@@ -144,6 +150,35 @@ impl Options {
             elem_size: conversion.from_type().size(),
             dtype: Some(conversion.from_type()),
             conversion: (!conversion.is_identity()).then_some(conversion),
+            ..self
+        }
+    }
+
+    /// Apply `map`, a scale and a shift per index of one logical dim, on the way (see
+    /// [`PerIndex`]), in the kernel itself: one pass over memory, as for a per-tensor map. The
+    /// element types are those of [`Options::convert`] (or [`Options::dtype`], for a map that
+    /// keeps the type). Compiling fails, with [`Error::Conversion`], when the dim is out of
+    /// range, the lists' length is not the dim's extent, a type has no numeric value, or the
+    /// conversion has a per-tensor map too.
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, Conversion, DType, Error, Layout, Options, PerIndex};
+    ///
+    /// let l = Layout::row_major(&[2, 2])?;
+    /// let q = Conversion::new(DType::F32, DType::U8)?;
+    /// let columns = PerIndex::new(1, &[1.0, 2.0], &[0.0, 10.0])?;
+    /// let r = compile_relayout_with(&l, &l, Options::new().convert(q).per_index(columns))?;
+    /// let mut out = [0u8; 4];
+    /// r.run(&[1.0f32, 1.0, 3.0, 3.0], &mut out)?;
+    /// assert_eq!(out, [1, 12, 3, 16]);
+    /// let wrong = PerIndex::new(1, &[1.0, 2.0, 3.0], &[])?;
+    /// let e = compile_relayout_with(&l, &l, Options::new().convert(q).per_index(wrong));
+    /// assert!(matches!(e, Err(Error::Conversion(_))));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn per_index(self, map: PerIndex) -> Options {
+        Options {
+            per_index: Some(map),
             ..self
         }
     }
@@ -358,12 +393,25 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
             )));
         }
     }
+    let mut conversion = options.conversion;
+    if let Some(map) = &options.per_index {
+        let Some(c) = conversion.or_else(|| options.dtype.map(|t| Conversion::new(t, t).ok())?)
+        else {
+            return Err(Error::Conversion(format!(
+                "per-index scales along dim {} without element types: name them with \
+                 Options::convert or Options::dtype",
+                map.dim()
+            )));
+        };
+        conversion = Some(c);
+    }
     let engine = Engine::global();
     let mut request = Request {
         src: src.clone(),
         dst: dst.clone(),
         elem_size: options.elem_size,
-        conversion: options.conversion,
+        conversion,
+        per_index: options.per_index.clone(),
         tactics: Tactics::default(),
         target: options.target,
     };
@@ -598,7 +646,7 @@ impl Relayout {
 
     /// The options it was compiled with.
     pub fn options(&self) -> Options {
-        self.options
+        self.options.clone()
     }
 }
 

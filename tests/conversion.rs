@@ -1,14 +1,15 @@
 //! Relayouts that convert element types on the way: the reference's conversion rules against
 //! computations that do not share its code (the `half` crate, Rust's own `as` casts, worked
 //! examples), then the JIT against the reference bit for bit, for every pair of numeric types,
-//! with and without an affine map, through every kind of kernel, in guard pages.
+//! with and without an affine map (per tensor or per index of one dim), through every kind of
+//! kernel, in guard pages.
 
 mod common;
 
 use common::guard::{Guarded, Pin, EDGES, MARKER};
 use relayout::plan::Tactics;
 use relayout::{
-    compile_relayout_with, reference, Conversion, DType, Element, Error, Layout, Options,
+    compile_relayout_with, reference, Conversion, DType, Element, Error, Layout, Options, PerIndex,
 };
 
 /// The types conversions take.
@@ -458,14 +459,15 @@ fn pairs() -> Vec<(Layout, Layout)> {
     ]
 }
 
-/// Converts `from → to` with `options` (which must name the conversion) on `src → dst` with the
-/// JIT and with the reference, and compares the destinations bit for bit, padding included.
+/// Converts `from → to` (with the per-index map `map`, if given) on `src → dst` with the JIT
+/// and with the reference, and compares the destinations bit for bit, padding included; with a
+/// map, also checks that the plan's loops carry each element's index along the map's dim.
 fn check_converted<S: Element, D: Element>(
     src: &Layout,
     dst: &Layout,
     conversion: Conversion,
-    pin: Option<Pin>,
-    pad: Option<u64>,
+    map: Option<&PerIndex>,
+    (pin, pad): (Option<Pin>, Option<u64>),
 ) {
     let input: Vec<S> = data(conversion.from_type(), src.cosize(), src.cosize() as u64)
         .into_iter()
@@ -474,8 +476,17 @@ fn check_converted<S: Element, D: Element>(
     let marker = D::from_bits(MARKER);
     let mut want = vec![marker; dst.cosize()];
     let pad_value = pad.map(D::from_bits);
-    reference::relayout_converted(src, &input, dst, &mut want, conversion, pad_value).unwrap();
+    match map {
+        Some(m) => {
+            reference::relayout_per_index(src, &input, dst, &mut want, conversion, m, pad_value)
+        }
+        None => reference::relayout_converted(src, &input, dst, &mut want, conversion, pad_value),
+    }
+    .unwrap();
     let mut options = Options::new().convert(conversion);
+    if let Some(m) = map {
+        options = options.per_index(m.clone());
+    }
     if let Some(p) = pad_value {
         options = options.pad_value(p);
     }
@@ -485,6 +496,9 @@ fn check_converted<S: Element, D: Element>(
     let r = compile_relayout_with(src, dst, options)
         .unwrap_or_else(|e| panic!("compile {conversion}: {src} -> {dst}: {e}"));
     common::check_plan_moves_of(r.plan(), src, dst);
+    if let Some(m) = map {
+        check_plan_indices(r.plan(), dst, m.dim());
+    }
     for edge in EDGES {
         let a = Guarded::from_slice(&input, edge);
         let mut b = Guarded::new(dst.cosize(), edge, marker);
@@ -501,12 +515,36 @@ fn check_converted<S: Element, D: Element>(
     }
 }
 
+/// Interprets `plan` (no JIT) and checks that the index it carries for each element is the
+/// element's coordinate along `dim`.
+fn check_plan_indices(plan: &relayout::plan::Plan, dst: &Layout, dim: usize) {
+    let mut want = vec![-1i64; dst.cosize()];
+    relayout::layout::for_each_coord(dst.shape(), |x| {
+        want[dst.index(x).unwrap()] = x[dim] as i64;
+    });
+    plan.for_each_indexed_move(|_, d, index| {
+        assert_eq!(index, want[d], "slot {d}: index along dim {dim}\n{plan}");
+    });
+}
+
 /// [`check_converted`] with carriers of the conversion's element sizes.
 fn check_sized(src: &Layout, dst: &Layout, c: Conversion, pin: Option<Pin>, pad: Option<u64>) {
+    check_sized_map(src, dst, c, None, pin, pad)
+}
+
+/// [`check_sized`] with a per-index map, if given.
+fn check_sized_map(
+    src: &Layout,
+    dst: &Layout,
+    c: Conversion,
+    map: Option<&PerIndex>,
+    pin: Option<Pin>,
+    pad: Option<u64>,
+) {
     macro_rules! sizes {
         ($($s:literal, $d:literal => $S:ty, $D:ty;)*) => {
             match (c.from_type().size(), c.to_type().size()) {
-                $(($s, $d) => check_converted::<$S, $D>(src, dst, c, pin, pad),)*
+                $(($s, $d) => check_converted::<$S, $D>(src, dst, c, map, (pin, pad)),)*
                 other => panic!("sizes {other:?}"),
             }
         };
@@ -562,6 +600,83 @@ fn staged_and_streamed_kernels_convert() {
         for c in conversions {
             for (src, dst) in &pairs {
                 check_sized(src, dst, c, Some(Pin::eager(k)), None);
+            }
+        }
+    }
+}
+
+/// A per-index map along `dim` of `layout`: a different scale and shift at every index (so
+/// that a wrong index shows), some of them large, some negative.
+fn map_along(layout: &Layout, dim: usize, seed: u64) -> PerIndex {
+    let n = layout.shape()[dim];
+    let mut rng = Rng(seed | 1);
+    let scales: Vec<f64> = (0..n)
+        .map(|i| match i % 5 {
+            0 => 0.37 + i as f64,
+            1 => -1.25 * (i as f64 + 1.0),
+            2 => 1e10,
+            3 => (rng.next() % 1000) as f64 / 7.0,
+            _ => -0.001,
+        })
+        .collect();
+    let shifts: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 3.5).collect();
+    PerIndex::new(dim, &scales, &shifts).unwrap()
+}
+
+#[test]
+fn per_index_maps_convert_in_every_kernel() {
+    let pairs = pairs();
+    for from in NUMERIC {
+        for to in NUMERIC {
+            for (k, (src, dst)) in pairs.iter().enumerate() {
+                let rank = src.rank();
+                for dim in [0, rank - 1, k % rank] {
+                    let map = map_along(src, dim, k as u64);
+                    check_sized_map(src, dst, convert(from, to), Some(&map), None, Some(0x5a));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn staged_and_streamed_kernels_convert_with_per_index_maps() {
+    let pairs = pairs();
+    let conversions = [
+        convert(DType::F32, DType::BF16),
+        convert(DType::F32, DType::I8),
+        convert(DType::U8, DType::F64),
+        convert(DType::F64, DType::F16),
+        convert(DType::I32, DType::I32),
+    ];
+    for k in 0..Tactics::CANDIDATES.len() {
+        for c in conversions {
+            for (src, dst) in &pairs {
+                for dim in 0..src.rank() {
+                    let map = map_along(src, dim, dim as u64);
+                    check_sized_map(src, dst, c, Some(&map), Some(Pin::eager(k)), None);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn per_index_maps_index_swizzled_and_broadcast_layouts() {
+    let p = |a: &str, b: &str| (Layout::parse(a).unwrap(), Layout::parse(b).unwrap());
+    for (src, dst) in [
+        p("cute:(8,64):(64,1)", "cute:Sw<3,3,3> o (8,64):(64,1)"),
+        p("cute:Sw<2,2,2> o (16,16):(16,1)", "cute:(16,16):(1,16)"),
+        p("cute:(4,6):(0,1)", "cute:(4,6):(6,1)"),
+        p("cute:(6,5):(1,6)", "cute:((2,3),5):((1,10),2)"),
+    ] {
+        for dim in 0..src.rank() {
+            let map = map_along(&src, dim, 3);
+            for c in [
+                convert(DType::F32, DType::I8),
+                convert(DType::I16, DType::F64),
+            ] {
+                check_sized_map(&src, &dst, c, Some(&map), None, Some(1));
             }
         }
     }
@@ -679,5 +794,27 @@ proptest::proptest! {
         }
         let pad = pad.then_some(0x1234_5678_9abc_def0 & mask(NUMERIC[to].bits()));
         check_sized(&pair.src.layout, &pair.dst.layout, c, candidate.map(Pin::eager), pad);
+    }
+
+    /// [`random_pairs_with_random_conversions`] with a per-index map along a random dim.
+    #[test]
+    fn random_pairs_with_random_per_index_maps(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+        from in 0..NUMERIC.len(),
+        to in 0..NUMERIC.len(),
+        dim in 0..8usize,
+        seed in proptest::prelude::any::<u64>(),
+        pad in proptest::prelude::any::<bool>(),
+        candidate in proptest::option::of(0..Tactics::CANDIDATES.len()),
+    ) {
+        let pair = common::random_layouts::pair_from(&mut bytes.into_iter());
+        let (src, dst) = (&pair.src.layout, &pair.dst.layout);
+        if src.rank() == 0 {
+            return Ok(());
+        }
+        let map = map_along(src, dim % src.rank(), seed);
+        let c = convert(NUMERIC[from], NUMERIC[to]);
+        let pad = pad.then_some(0x1234_5678_9abc_def0 & mask(NUMERIC[to].bits()));
+        check_sized_map(src, dst, c, Some(&map), candidate.map(Pin::eager), pad);
     }
 }

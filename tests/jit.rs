@@ -416,7 +416,7 @@ fn large_destinations_stream_short_runs_and_zips() {
         assert!(
             plan.regions()
                 .iter()
-                .any(|r| matches!(r.kernel, Kernel::Copy { len, write: CopyWrite::Streamed { .. } } if len < 1024)),
+                .any(|r| matches!(r.kernel, Kernel::Copy { len, write: CopyWrite::Streamed { .. }, .. } if len < 1024)),
             "{plan}"
         );
         check_pair_as::<u32>(&src, &dst, None);
@@ -482,7 +482,7 @@ fn staging_is_bounded_whatever_the_blocking() {
 fn tune_to_the_end(src: &Layout, dst: &Layout) -> usize {
     use relayout::{compile_relayout_with, reference, Options};
     let options = Options::new().elem_size(4).tune(true);
-    let r = compile_relayout_with(src, dst, options).unwrap();
+    let r = compile_relayout_with(src, dst, options.clone()).unwrap();
     assert_eq!(r.tactics(), None, "tuning starts by measuring");
     let a: Vec<u32> = common::pattern(src.cosize());
     let mut want = vec![0u32; dst.cosize()];

@@ -9,12 +9,17 @@
 //! their bits; the conversions between 64-bit integers and floats go lane by lane (two lanes
 //! per vector) in scalar registers. Integers wider than a float's significand convert through
 //! round-to-odd intermediates, so each conversion rounds once.
+//!
+//! A per-index affine map reads each lane's scale and shift from the map's table (scales, then
+//! shifts, in the compute type) at the emitter's table pointer, which the loops advance with
+//! the index along the map's dim: one vector load when the lanes step through the index one by
+//! one, one splat when they share it, lane by lane otherwise ([`LaneIndex`]).
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
 
 use super::{Emitter, VECTOR_BYTES};
-use crate::convert::{Arithmetic, Conversion, Kind};
+use crate::convert::{Arithmetic, Conversion, Kind, PerIndex};
 use crate::dtype::DType;
 
 /// Float lanes a conversion computes in.
@@ -68,19 +73,47 @@ pub(super) enum Route {
         /// How 64-bit integers round into f64 lanes.
         wide: Rounding,
         compute: Float,
-        affine: Option<(f64, f64)>,
+        affine: Option<Affine>,
     },
 }
 
+/// The affine map of a float route.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Affine {
+    /// One scale and shift for every element.
+    Tensor(f64, f64),
+    /// A scale and shift per index, read from the map's table.
+    PerIndex,
+}
+
+/// Where the lanes of a converted run find their scales and shifts in a per-index map's
+/// table: lane `m` at index `first + m · step`, counted from the emitter's table pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LaneIndex {
+    /// The index of the first lane.
+    pub first: i64,
+    /// Indices from one lane to the next.
+    pub step: i64,
+}
+
+impl LaneIndex {
+    /// Lanes that all take the index at the table pointer.
+    pub(super) const HERE: LaneIndex = LaneIndex { first: 0, step: 0 };
+}
+
 impl Route {
-    /// The route of `c`, a conversion between two numeric types.
-    pub(super) fn of(c: Conversion) -> Route {
+    /// The route of `c`, a conversion between two numeric types, with the per-index map `map`
+    /// if there is one.
+    pub(super) fn of(c: Conversion, map: Option<&PerIndex>) -> Route {
         let (from, to) = (c.from_type(), c.to_type());
         let int = |t| match Kind::of(t) {
             Some(Kind::Int { bits, signed }) => Some(Int { bits, signed }),
             _ => None,
         };
-        let affine = c.scale_shift();
+        let affine = match map {
+            Some(_) => Some(Affine::PerIndex),
+            None => c.scale_shift().map(|(a, b)| Affine::Tensor(a, b)),
+        };
         if let (Some(f), Some(t), None) = (int(from), int(to), affine) {
             return Route::Integer { from: f, to: t };
         }
@@ -150,16 +183,17 @@ fn vectors_for(n: usize, lane_bits: u32) -> usize {
 
 impl Emitter<'_> {
     /// Converts the first `n` source elements of `vs` (16-byte vectors of consecutive
-    /// elements) and stores them, as `n` destination elements, at byte offset `at` from `d`.
+    /// elements) and stores them, as `n` destination elements, at byte offset `at` from `d`;
+    /// a per-index map takes their scales and shifts from `index`.
     pub(super) fn store_converted(
         &mut self,
         route: Route,
         vs: &[Value],
         n: usize,
-        d: Value,
-        at: i64,
+        (d, at): (Value, i64),
+        index: LaneIndex,
     ) {
-        let out = self.convert(route, vs, n);
+        let out = self.convert(route, vs, n, index);
         let mut bytes = n as i64 * self.dst_size;
         let mut at = at;
         for reg in out {
@@ -205,12 +239,12 @@ impl Emitter<'_> {
                 self.b.ins().scalar_to_vector(int_vector(bits), x)
             }
         };
-        self.store_converted(route, &[v], 1, d, 0);
+        self.store_converted(route, &[v], 1, (d, 0), LaneIndex::HERE);
     }
 
     /// The destination bytes of the first `n` source elements of `v`, in 16-byte vectors (the
     /// last one partly filled when the bytes do not fill it).
-    fn convert(&mut self, route: Route, vs: &[Value], n: usize) -> Vec<Value> {
+    fn convert(&mut self, route: Route, vs: &[Value], n: usize, index: LaneIndex) -> Vec<Value> {
         match route {
             Route::Integer { from, to } => {
                 let x = self.casts(int_vector(from.bits), vs);
@@ -226,8 +260,12 @@ impl Emitter<'_> {
             } => {
                 let mut lanes = self.decode(vs, n, from, decode, wide);
                 lanes = self.change_float(lanes, n, compute);
-                if let Some((scale, shift)) = affine {
-                    lanes = self.affine(lanes, scale, shift);
+                match affine {
+                    Some(Affine::Tensor(scale, shift)) => {
+                        lanes = self.affine(lanes, scale, shift);
+                    }
+                    Some(Affine::PerIndex) => lanes = self.affine_per_index(lanes, n, index),
+                    None => {}
                 }
                 self.encode(lanes, n, to)
             }
@@ -525,6 +563,61 @@ impl Emitter<'_> {
             .regs
             .into_iter()
             .map(|x| {
+                let y = self.b.ins().fmul(x, a);
+                self.b.ins().fadd(y, b)
+            })
+            .collect();
+        Lanes { regs, ..lanes }
+    }
+
+    /// `scale[i] · x + shift[i]` on the first `n` lanes, each operation rounded, with lane `m`'s
+    /// scale and shift from index `index.first + m · index.step` of the map's table.
+    fn affine_per_index(&mut self, lanes: Lanes, n: usize, index: LaneIndex) -> Lanes {
+        let table = self
+            .table
+            .expect("a per-index map's kernel has its table pointer");
+        let per_reg = lanes.ty.lane_count() as usize;
+        let lane_ty = lanes.ty.lane_type();
+        let bytes = self.index_bytes;
+        let shifts = self.index_len * bytes;
+        let splat = |e: &mut Self, at: i64| {
+            let (base, offset) = e.address(table, at);
+            let v = e.b.ins().load(lane_ty, e.flags, base, offset);
+            e.b.ins().splat(lanes.ty, v)
+        };
+        // Lanes that share one index share its two splats.
+        let shared = (index.step == 0).then(|| {
+            let at = index.first * bytes;
+            [splat(self, at), splat(self, shifts + at)]
+        });
+        let regs = lanes
+            .regs
+            .into_iter()
+            .enumerate()
+            .map(|(j, x)| {
+                let first = (j * per_reg) as i64;
+                let count = per_reg.min(n.saturating_sub(j * per_reg));
+                let [a, b] = shared.unwrap_or_else(|| {
+                    [0, shifts].map(|table_at| {
+                        let at = |m: i64| table_at + (index.first + m * index.step) * bytes;
+                        if index.step == 1 && count == per_reg {
+                            let (base, offset) = self.address(table, at(first));
+                            return self.b.ins().load(lanes.ty, self.flags, base, offset);
+                        }
+                        // Lane by lane; lanes past the `n` elements stay 0 (nothing is read
+                        // for them).
+                        let mut v = match per_reg {
+                            4 => self.f32_splat(0.0),
+                            _ => self.f64_splat(0.0),
+                        };
+                        for m in 0..count {
+                            let (base, offset) = self.address(table, at(first + m as i64));
+                            let x = self.b.ins().load(lane_ty, self.flags, base, offset);
+                            v = self.b.ins().insertlane(v, x, m as u8);
+                        }
+                        v
+                    })
+                });
                 let y = self.b.ins().fmul(x, a);
                 self.b.ins().fadd(y, b)
             })

@@ -22,6 +22,13 @@ impl Emitter<'_> {
         (src, dst)
     }
 
+    /// Coordinate `k` of the point with flat row-major index `flat` of `ix`.
+    pub(super) fn indexed_coord(&mut self, ix: &Indexed, flat: Value, k: usize) -> Value {
+        let inner: usize = ix.extents[k + 1..].iter().product();
+        let q = self.b.ins().udiv_imm_u(flat, inner as i64);
+        self.b.ins().urem_imm_u(q, ix.extents[k] as i64)
+    }
+
     /// The byte offset of one side, of elements of `elem_size` bytes: its terms summed
     /// ([`Emitter::digits_offset`]), or, for a swizzled side,
     /// `elem_size · swizzle(base + Σ terms)` with the terms summed in elements.

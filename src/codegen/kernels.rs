@@ -3,6 +3,7 @@
 
 use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Type, Value};
 
+use super::convert::LaneIndex;
 use super::network::{Network, Tile};
 use super::{Emitter, VECTOR_BYTES};
 use crate::plan::{
@@ -33,15 +34,19 @@ impl Emitter<'_> {
             Kernel::Element => self.element(s, d),
             Kernel::Copy {
                 len,
+                index_stride,
                 write: CopyWrite::Stored,
-            } => self.copy_elements(s, d, len),
+            } => self.copy_elements(s, d, len, index_stride),
             Kernel::Copy {
                 len,
+                index_stride,
                 write: CopyWrite::Streamed { rows },
             } => match self.route {
                 // The planner does not stream converting copies (the routine moves bytes); were
                 // one asked for, the rows are converted and stored.
-                Some(_) => self.fixed_loop(rows, s, d, |e, s, d| e.copy_elements(s, d, len)),
+                Some(_) => self.fixed_loop(rows, s, d, |e, s, d| {
+                    e.copy_elements(s, d, len, index_stride)
+                }),
                 None => {
                     let routine = self.stream_routine();
                     self.stream_copy(routine, rows, len, s, d)
@@ -90,16 +95,24 @@ impl Emitter<'_> {
         }
     }
 
-    /// Copies (or converts) `len` elements contiguous on both sides. A conversion goes a vector
-    /// of source elements at a time, [`COPY_UNROLL`] vectors per iteration, then element-wise.
-    fn copy_elements(&mut self, s: Value, d: Value, len: usize) {
+    /// Copies (or converts) `len` elements contiguous on both sides, `index_stride` indices of
+    /// a per-index map apart. A conversion goes a vector of source elements at a time,
+    /// [`COPY_UNROLL`] vectors per iteration, then element-wise.
+    fn copy_elements(&mut self, s: Value, d: Value, len: usize, index_stride: i64) {
         let Some(route) = self.route else {
             return self.copy(s, d, len as i64 * self.src_size);
         };
         let lanes = VECTOR_BYTES / self.src_size as usize;
         let unroll = COPY_UNROLL as usize;
-        let blocks = Loop::contiguous(len / (lanes * unroll))
-            .stepping(lanes * unroll, len / (lanes * unroll));
+        let run = Loop {
+            index_stride,
+            ..Loop::contiguous(len)
+        };
+        let blocks = run.stepping(lanes * unroll, len / (lanes * unroll));
+        let index = LaneIndex {
+            first: 0,
+            step: index_stride,
+        };
         // The vectors of a block convert together, so that narrowing packs them into whole
         // destination vectors.
         let block = |e: &mut Self, s: Value, d: Value, vectors: usize| {
@@ -110,17 +123,21 @@ impl Emitter<'_> {
                 })
                 .collect();
             if !loaded.is_empty() {
-                e.store_converted(route, &loaded, vectors * lanes, d, 0);
+                e.store_converted(route, &loaded, vectors * lanes, (d, 0), index);
             }
         };
         self.fixed_loop(blocks, s, d, |e, s, d| block(e, s, d, unroll));
         let done = blocks.extent * lanes * unroll;
         let (s, d) = self.advance(s, d, (done as i64, done as i64));
-        block(self, s, d, (len - done) / lanes);
-        let done_vectors = (len - done) / lanes * lanes;
-        let (s, d) = self.advance(s, d, (done_vectors as i64, done_vectors as i64));
-        let rest = Loop::contiguous(len - done - done_vectors);
-        self.nest(&[rest], Kernel::Element, s, d);
+        self.indexed_by(done as i64 * index_stride, |e| {
+            block(e, s, d, (len - done) / lanes);
+            let done_vectors = (len - done) / lanes * lanes;
+            let (s, d) = e.advance(s, d, (done_vectors as i64, done_vectors as i64));
+            e.indexed_by(done_vectors as i64 * index_stride, |e| {
+                let rest = run.with_extent(len - done - done_vectors);
+                e.nest(&[rest], Kernel::Element, s, d);
+            });
+        });
     }
 
     /// Straight-line copy of `bytes` bytes at byte offset `at`: 16-byte vectors, then 8/4/2/1.
@@ -156,6 +173,7 @@ impl Emitter<'_> {
             extent: (bytes / block) as usize,
             src_stride: block / self.src_size,
             dst_stride: block / self.dst_size,
+            index_stride: 0,
         };
         self.fixed_loop(blocks, s, d, |e, s, d| e.move_bytes(s, d, 0, block));
         let done = bytes / block * block;
@@ -175,6 +193,7 @@ impl Emitter<'_> {
             extent: whole_a,
             src_stride: l,
             dst_stride: l * a.dst_stride,
+            index_stride: l * a.index_stride,
         };
         // Tiles along `b` in groups whose rows store together (see `tiles_per_store`), then
         // the tiles that do not fill a group one by one.
@@ -191,6 +210,7 @@ impl Emitter<'_> {
                 extent,
                 src_stride: g as i64 * l * b.src_stride,
                 dst_stride: g as i64 * l,
+                index_stride: g as i64 * l * b.index_stride,
             };
             (g, tiles_b, first as i64 * l)
         });
@@ -198,32 +218,34 @@ impl Emitter<'_> {
             |e: &mut Self, g: usize, s: Value, d: Value| e.transpose_tiles(a, b, lanes, g, s, d);
         for (g, tiles_b, first) in steps {
             let (s, d) = self.advance(s, d, (first * b.src_stride, first));
-            if whole_b <= MAX_UNROLLED_TILES || walk == Walk::Across {
-                self.fixed_loop(tiles_a, s, d, |e, s, d| {
-                    e.fixed_loop(tiles_b, s, d, |e, s, d| tiles(e, g, s, d))
-                });
-            } else {
-                self.fixed_loop(tiles_b, s, d, |e, s, d| {
-                    e.fixed_loop(tiles_a, s, d, |e, s, d| tiles(e, g, s, d))
-                });
-            }
+            self.indexed_by(first * b.index_stride, |e| {
+                if whole_b <= MAX_UNROLLED_TILES || walk == Walk::Across {
+                    e.fixed_loop(tiles_a, s, d, |e, s, d| {
+                        e.fixed_loop(tiles_b, s, d, |e, s, d| tiles(e, g, s, d))
+                    });
+                } else {
+                    e.fixed_loop(tiles_b, s, d, |e, s, d| {
+                        e.fixed_loop(tiles_a, s, d, |e, s, d| tiles(e, g, s, d))
+                    });
+                }
+            });
         }
         let rest_a = a.with_extent(a.extent % lanes);
         if rest_a.extent > 0 && whole_b > 0 {
             let done = (whole_a * lanes) as i64;
             let (s, d) = self.advance(s, d, (done, done * a.dst_stride));
-            self.nest(
-                &[rest_a, b.with_extent(whole_b * lanes)],
-                Kernel::Element,
-                s,
-                d,
-            );
+            self.indexed_by(done * a.index_stride, |e| {
+                let rest = [rest_a, b.with_extent(whole_b * lanes)];
+                e.nest(&rest, Kernel::Element, s, d);
+            });
         }
         let rest_b = b.with_extent(b.extent % lanes);
         if rest_b.extent > 0 {
             let done = (whole_b * lanes) as i64;
             let (s, d) = self.advance(s, d, (done * b.src_stride, done));
-            self.nest(&[rest_b, a], Kernel::Element, s, d);
+            self.indexed_by(done * b.index_stride, |e| {
+                e.nest(&[rest_b, a], Kernel::Element, s, d)
+            });
         }
     }
 
@@ -247,6 +269,7 @@ impl Emitter<'_> {
             extent: a.extent,
             src_stride: row,
             dst_stride: a.dst_stride,
+            index_stride: 0,
         };
         self.flushing(|e| match flush {
             Flush::Streamed => {
@@ -303,6 +326,7 @@ impl Emitter<'_> {
             extent: tile.short.extent,
             src_stride: row as i64,
             dst_stride: tile.short.dst_stride,
+            index_stride: 0,
         };
         self.flushing(|e| {
             let routine = e.stream_routine();
@@ -348,29 +372,35 @@ impl Emitter<'_> {
     ) {
         let network = Network::transpose(lanes, self.src_size as usize);
         let dst_of = |i: usize, e: usize| e as i64 * a.dst_stride + i as i64;
+        // Output lanes run along `b`: the first at step `i` of `b` and `e` of `a`.
+        let index_of = |i: usize, e: usize| LaneIndex {
+            first: i as i64 * b.index_stride + e as i64 * a.index_stride,
+            step: b.index_stride,
+        };
         let tile = Tile {
             network: &network,
             load_at: (0..lanes as i64)
                 .map(|i| i * b.src_stride * self.src_size)
                 .collect(),
             dst_of: &dst_of,
+            index_of: Some(&index_of),
         };
         if group == 1 {
             return self.shuffle_tile(&tile, s, d);
         }
         // Row `o` of tile `k` continues row `o` of tile `k - 1` in the destination.
-        let mut rows: Vec<(Vec<Value>, i64)> = Vec::new();
+        let mut rows: Vec<(Vec<Value>, i64, Option<LaneIndex>)> = Vec::new();
         for k in 0..group {
             let (s, _) = self.advance(s, d, ((k * lanes) as i64 * b.src_stride, 0));
-            for (o, (reg, at)) in self.shuffled(&tile, s).into_iter().enumerate() {
+            for (o, (reg, at, index)) in self.shuffled(&tile, s).into_iter().enumerate() {
                 match rows.get_mut(o) {
-                    Some((regs, _)) => regs.push(reg),
-                    None => rows.push((vec![reg], at)),
+                    Some((regs, _, _)) => regs.push(reg),
+                    None => rows.push((vec![reg], at, index)),
                 }
             }
         }
-        for (regs, at) in rows {
-            self.store_vectors(&regs, group * lanes, d, at * self.dst_size);
+        for (regs, at, index) in rows {
+            self.store_vectors(&regs, group * lanes, (d, at * self.dst_size), index);
         }
     }
 
@@ -418,11 +448,13 @@ impl Emitter<'_> {
             network: &network,
             load_at,
             dst_of: &dst_of,
+            index_of: None,
         };
         let groups = Loop {
             extent: long.extent / lanes,
             src_stride: lanes as i64 * long.src_stride,
             dst_stride: lanes as i64 * long.dst_stride,
+            index_stride: 0,
         };
         if groups.extent <= MAX_UNROLLED_TILES {
             for g in 0..groups.extent as i64 {

@@ -1,4 +1,5 @@
-//! Loops as blocks whose parameters carry the counter and the two pointers.
+//! Loops as blocks whose parameters carry the counter and the two pointers (and the table
+//! pointer of a per-index map, when the plan has one).
 
 use cranelift_codegen::ir::{condcodes::IntCC, types, BlockArg, InstBuilder, Value};
 
@@ -6,15 +7,16 @@ use super::Emitter;
 use crate::plan::{Kernel, Loop};
 
 impl Emitter<'_> {
-    /// `for i in lo..hi { body(i, s, d); s += strides.0; d += strides.1 }` (strides in elements);
-    /// `body` sees the counter and the pointers of the current iteration.
+    /// `for i in lo..hi { body(i, s, d); s += strides.0; d += strides.1 }` (strides in elements;
+    /// the table pointer, if any, advances by `strides.2` indices); `body` sees the counter and
+    /// the pointers of the current iteration.
     pub(super) fn counted_loop(
         &mut self,
         lo: Value,
         hi: Value,
         s: Value,
         d: Value,
-        strides: (i64, i64),
+        strides: (i64, i64, i64),
         body: impl FnOnce(&mut Self, Value, Value, Value),
     ) {
         let start = self.b.ins().icmp(IntCC::SignedLessThan, lo, hi);
@@ -29,28 +31,39 @@ impl Emitter<'_> {
         (lo, hi): (Value, Value),
         s: Value,
         d: Value,
-        strides: (i64, i64),
+        strides: (i64, i64, i64),
         body: impl FnOnce(&mut Self, Value, Value, Value),
     ) {
         let head = self.b.create_block();
         let exit = self.b.create_block();
-        for _ in 0..3 {
+        let outer = self.table;
+        let carried: Vec<Value> = [lo, s, d].into_iter().chain(outer).collect();
+        for _ in &carried {
             self.b.append_block_param(head, types::I64);
         }
-        let args = [lo, s, d].map(BlockArg::Value);
+        let args: Vec<BlockArg> = carried.into_iter().map(BlockArg::Value).collect();
         match start {
             Some(start) => self.b.ins().brif(start, head, &args, exit, &[]),
             None => self.b.ins().jump(head, &args),
         };
         self.b.switch_to_block(head);
-        let [i, s, d] = [0, 1, 2].map(|k| self.b.block_params(head)[k]);
+        let params = self.b.block_params(head).to_vec();
+        let (i, s, d) = (params[0], params[1], params[2]);
+        let table = params.get(3).copied();
+        self.table = table;
         body(self, i, s, d);
         let i = self.b.ins().iadd_imm_s(i, 1);
-        let (s, d) = self.advance(s, d, strides);
+        let (s, d) = self.advance(s, d, (strides.0, strides.1));
+        let table = table.map(|t| self.offset(t, strides.2 * self.index_bytes));
         let more = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
-        let args = [i, s, d].map(BlockArg::Value);
+        let args: Vec<BlockArg> = [i, s, d]
+            .into_iter()
+            .chain(table)
+            .map(BlockArg::Value)
+            .collect();
         self.b.ins().brif(more, head, &args, exit, &[]);
         self.b.switch_to_block(exit);
+        self.table = outer;
     }
 
     /// A loop of a compile-time extent.
@@ -66,7 +79,7 @@ impl Emitter<'_> {
         }
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, l.extent as i64);
-        let strides = (l.src_stride, l.dst_stride);
+        let strides = (l.src_stride, l.dst_stride, l.index_stride);
         self.looping(None, (lo, hi), s, d, strides, |e, _, s, d| body(e, s, d));
     }
 

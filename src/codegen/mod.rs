@@ -4,7 +4,9 @@
 //! the outer iterations `[begin, end)` of the plan's work (the outer loops of all regions, one
 //! after another; see [`Plan::work`]), so callers can split a relayout between threads. Loops are
 //! blocks with block parameters that carry the counter and both pointers; pointers advance by
-//! constant strides, so the fast paths never divide.
+//! constant strides, so the fast paths never divide. A plan with a per-index affine map has a
+//! third pointer, into the map's table (whose address the code holds as a constant: the plan
+//! owns the table, and the compiled kernel the plan), advanced by the loops' index strides.
 //!
 //! The emitter holds no mode: each kernel of the plan says how it writes, and `kernels.rs`
 //! dispatches on that. What a function needs once (the staging buffer, sized for the plan's
@@ -25,6 +27,7 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
+use crate::convert::Arithmetic;
 use crate::plan::{Plan, Region};
 use crate::target::CRANELIFT_VECTOR_BYTES;
 
@@ -68,11 +71,23 @@ pub(crate) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let [src, dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
+    let map = plan.per_index();
+    let arithmetic = plan.conversion().map(|c| c.arithmetic());
+    let table = map.zip(arithmetic).map(|(m, a)| {
+        let address = m.table(a) as i64;
+        (b.ins().iconst(types::I64, address), a)
+    });
     let mut e = Emitter {
         b,
         src_size: plan.elem_size() as i64,
         dst_size: plan.dst_elem_size() as i64,
-        route: plan.conversion().map(convert::Route::of),
+        route: plan.conversion().map(|c| convert::Route::of(c, map)),
+        table: table.map(|(t, _)| t),
+        index_bytes: match table {
+            Some((_, Arithmetic::F64)) => 8,
+            _ => 4,
+        },
+        index_len: map.map_or(0, |m| m.len() as i64),
         flags: MemFlagsData::new().with_notrap(),
         stage_bytes: plan.stage_bytes().unwrap_or(0),
         stage: None,
@@ -101,6 +116,13 @@ pub(crate) struct Emitter<'a> {
     dst_size: i64,
     /// How elements convert on the way (none while a staged block is flushed).
     route: Option<convert::Route>,
+    /// With a per-index map, the address of the table entry of the index at the current
+    /// pointers (see [`Emitter::indexed_by`]).
+    table: Option<Value>,
+    /// Bytes of a table entry (the map's compute type).
+    index_bytes: i64,
+    /// Indices of the map: the shifts follow the scales after this many entries.
+    index_len: i64,
     flags: MemFlagsData,
     /// Bytes of the staging buffer: the plan's largest staged block.
     stage_bytes: usize,
@@ -167,33 +189,59 @@ impl Emitter<'_> {
         }
     }
 
+    /// Runs `f` with the table pointer moved on by `steps` indices (a no-op without a map).
+    fn indexed_by(&mut self, steps: i64, f: impl FnOnce(&mut Self)) {
+        let saved = self.table;
+        self.table = saved.map(|t| self.offset(t, steps * self.index_bytes));
+        f(self);
+        self.table = saved;
+    }
+
     /// Runs `f` with both pointers reading and writing destination elements as they are: how a
     /// staged block leaves the staging buffer.
     fn flushing(&mut self, f: impl FnOnce(&mut Self)) {
-        let (src_size, route) = (self.src_size, self.route.take());
+        let (src_size, route, table) = (self.src_size, self.route.take(), self.table.take());
         self.src_size = self.dst_size;
         f(self);
-        (self.src_size, self.route) = (src_size, route);
+        (self.src_size, self.route, self.table) = (src_size, route, table);
     }
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
+        self.indexed_by(region.index_base, |e| {
+            e.region_loops(region, src, dst, lo, hi)
+        });
+    }
+
+    /// The loops of [`Emitter::region`], the table pointer at the region's first index.
+    fn region_loops(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
         let (s, d) = self.advance(src, dst, (region.src_base, region.dst_base));
         match (&region.indexed, region.loops.split_first()) {
-            (Some(ix), _) => self.counted_loop(lo, hi, s, d, (0, 0), |e, i, s, d| {
+            (Some(ix), _) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, i, s, d| {
                 let (so, doff) = e.indexed_offsets(ix, i);
                 let (s, d) = (e.b.ins().iadd(s, so), e.b.ins().iadd(d, doff));
+                let saved = e.table;
+                if let (Some(t), Some(k)) = (saved, ix.index) {
+                    let index = e.indexed_coord(ix, i, k);
+                    let bytes = e.b.ins().imul_imm_s(index, e.index_bytes);
+                    e.table = Some(e.b.ins().iadd(t, bytes));
+                }
                 e.nest(&region.loops, region.kernel, s, d);
+                e.table = saved;
             }),
             (None, Some((outer, inner))) => {
                 let s = self.scaled_start(s, lo, outer.src_stride * self.src_size);
                 let d = self.scaled_start(d, lo, outer.dst_stride * self.dst_size);
-                let strides = (outer.src_stride, outer.dst_stride);
+                if let Some(t) = self.table {
+                    let t = self.scaled_start(t, lo, outer.index_stride * self.index_bytes);
+                    self.table = Some(t);
+                }
+                let strides = (outer.src_stride, outer.dst_stride, outer.index_stride);
                 self.counted_loop(lo, hi, s, d, strides, |e, _, s, d| {
                     e.nest(inner, region.kernel, s, d)
                 });
             }
-            (None, None) => self.counted_loop(lo, hi, s, d, (0, 0), |e, _, s, d| {
+            (None, None) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, _, s, d| {
                 e.nest(&[], region.kernel, s, d)
             }),
         }

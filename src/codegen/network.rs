@@ -12,6 +12,7 @@
 
 use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
 
+use super::convert::LaneIndex;
 use super::{Emitter, VECTOR_BYTES};
 
 /// One shuffle of two registers `x` and `y` into one.
@@ -272,6 +273,9 @@ pub(super) struct Tile<'n> {
     pub load_at: Vec<i64>,
     /// Destination element offset of element `e` of input register `r`.
     pub dst_of: &'n dyn Fn(usize, usize) -> i64,
+    /// For tiles whose output lanes follow a per-index map's index: the index of an output
+    /// register whose first lane is element `e` of input register `r`.
+    pub index_of: Option<&'n dyn Fn(usize, usize) -> LaneIndex>,
 }
 
 impl Emitter<'_> {
@@ -279,14 +283,18 @@ impl Emitter<'_> {
     /// where its first element belongs (the network guarantees its lanes are consecutive there).
     pub(super) fn shuffle_tile(&mut self, tile: &Tile, s: Value, d: Value) {
         let lanes = VECTOR_BYTES / self.src_size as usize;
-        for (reg, at) in self.shuffled(tile, s) {
-            self.store_vectors(&[reg], lanes, d, at * self.dst_size);
+        for (reg, at, index) in self.shuffled(tile, s) {
+            self.store_vectors(&[reg], lanes, (d, at * self.dst_size), index);
         }
     }
 
     /// Loads the tile's registers from `s` and runs the network: each output register, with
-    /// the destination element (from the tile's `d`) of its first lane.
-    pub(super) fn shuffled(&mut self, tile: &Tile, s: Value) -> Vec<(Value, i64)> {
+    /// the destination element (from the tile's `d`) of its first lane and its lanes' index.
+    pub(super) fn shuffled(
+        &mut self,
+        tile: &Tile,
+        s: Value,
+    ) -> Vec<(Value, i64, Option<LaneIndex>)> {
         let elem = self.src_size as usize;
         let mut regs: Vec<Value> = tile
             .load_at
@@ -310,16 +318,30 @@ impl Emitter<'_> {
             .zip(tile.network.simulate())
             .map(|(reg, bytes)| {
                 let (r, b) = bytes[0];
-                (reg, (tile.dst_of)(r, b / elem))
+                let index = tile.index_of.map(|index_of| index_of(r, b / elem));
+                (reg, (tile.dst_of)(r, b / elem), index)
             })
             .collect()
     }
 
     /// Stores `regs`, vectors of `n` consecutive source elements in all, at byte `at` from `d`:
-    /// as they are, or converted.
-    pub(super) fn store_vectors(&mut self, regs: &[Value], n: usize, d: Value, at: i64) {
+    /// as they are, or converted (a per-index map's scales and shifts at `index`, which tiles
+    /// under a per-index map give).
+    pub(super) fn store_vectors(
+        &mut self,
+        regs: &[Value],
+        n: usize,
+        (d, at): (Value, i64),
+        index: Option<LaneIndex>,
+    ) {
         match self.route {
-            Some(route) => self.store_converted(route, regs, n, d, at),
+            Some(route) => {
+                let index = match (self.table, index) {
+                    (Some(_), None) => unreachable!("the planner gives per-index maps no zips"),
+                    (_, index) => index.unwrap_or(LaneIndex::HERE),
+                };
+                self.store_converted(route, regs, n, (d, at), index)
+            }
             None => {
                 for (k, &reg) in regs.iter().enumerate() {
                     let (base, offset) = self.address(d, at + (k * VECTOR_BYTES) as i64);

@@ -33,10 +33,33 @@
 //!
 //! Types without a numeric value of this kind (`pred`, the 8-bit floats, the complex and
 //! sub-byte types) move only as themselves.
+//!
+//! # Per-index maps
+//! A [`PerIndex`] map gives each index of one logical dim its own scale and shift (per-channel
+//! quantization): the element at coordinate `x` takes `scales[x[dim]]` and `shifts[x[dim]]`,
+//! computed by the same rules as a per-tensor map. [`Conversion`] stays a small `Copy` value;
+//! the lists live in the `PerIndex` (shared, cheap to clone), given beside the conversion with
+//! [`Options::per_index`](crate::Options::per_index).
+//!
+//! ```
+//! use relayout::{compile_relayout_with, Conversion, DType, Layout, Options, PerIndex};
+//!
+//! // A 2×3 weight matrix quantized to i8 with one scale and zero point per row (dim 0).
+//! let src = Layout::row_major(&[2, 3])?;
+//! let dst = Layout::col_major(&[2, 3])?;
+//! let rows = PerIndex::new(0, &[10.0, 100.0], &[0.0, -1.0])?;
+//! let q = Conversion::new(DType::F32, DType::I8)?;
+//! let r = compile_relayout_with(&src, &dst, Options::new().convert(q).per_index(rows))?;
+//! let mut out = [0i8; 6];
+//! r.run(&[0.1f32, 0.2, 0.3, 0.01, 0.02, 5.0], &mut out)?;
+//! assert_eq!(out, [1, 0, 2, 1, 3, 127]); // column-major: (0,0) (1,0) (0,1) (1,1) ...
+//! # Ok::<(), relayout::Error>(())
+//! ```
 
 mod rules;
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -203,14 +226,20 @@ impl Conversion {
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn apply(&self, bits: u64) -> u64 {
-        let (Some(from), Some(to)) = (Kind::of(self.from), Kind::of(self.to)) else {
-            return bits; // a type without numeric conversions, moved as itself
-        };
         if self.is_identity() {
             return bits;
         }
+        self.apply_map(bits, self.scale_shift())
+    }
+
+    /// The destination bits of a source element with bits `bits` under the affine map
+    /// `scale_shift` (instead of this conversion's own), by the rules of the module docs.
+    fn apply_map(&self, bits: u64, scale_shift: Option<(f64, f64)>) -> u64 {
+        let (Some(from), Some(to)) = (Kind::of(self.from), Kind::of(self.to)) else {
+            return bits; // a type without numeric conversions, moved as itself
+        };
         let mut value = rules::decode(from, bits);
-        if let Some((scale, shift)) = self.scale_shift() {
+        if let Some((scale, shift)) = scale_shift {
             value = match self.arithmetic() {
                 Arithmetic::F32 => {
                     let kind = Kind::of(DType::F32).expect("f32 converts");
@@ -237,5 +266,146 @@ impl fmt::Display for Conversion {
             write!(f, " (* {scale} + {shift})")?;
         }
         Ok(())
+    }
+}
+
+/// An affine map with a scale and a shift per index of one logical dim: the element at
+/// coordinate `x` becomes `scales[x[dim]] · x + shifts[x[dim]]`, by the arithmetic of a
+/// per-tensor map (see the module docs). Per-channel scales and zero points of quantized
+/// weights are the common case.
+///
+/// Give it with [`Options::per_index`](crate::Options::per_index), beside the conversion; the
+/// lists' length is checked against the dim's extent when compiling. Cloning shares the lists.
+///
+/// ```
+/// use relayout::{Conversion, DType, PerIndex};
+///
+/// let channels = PerIndex::new(1, &[0.5, 2.0, 4.0], &[])?; // no shifts: all 0
+/// assert_eq!((channels.dim(), channels.len()), (1, 3));
+/// assert_eq!(channels.scale_shift(2), (4.0, 0.0));
+/// let q = Conversion::new(DType::F32, DType::I8)?;
+/// assert_eq!(channels.apply(&q, 3.0f32.to_bits() as u64, 1), 6);
+/// assert!(PerIndex::new(0, &[1.0, f64::NAN], &[]).is_err());
+/// # Ok::<(), relayout::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PerIndex {
+    dim: usize,
+    /// The bits of the scales, then of the shifts (the f64 table the generated code reads).
+    wide: Arc<[u64]>,
+    /// The same rounded to f32 (the table of maps computed in f32).
+    single: Arc<[u32]>,
+}
+
+impl PerIndex {
+    /// The map with `scales[i]` and `shifts[i]` for index `i` of logical dim `dim`. `shifts`
+    /// is either as long as `scales` or empty (every shift 0). Fails for lists of different
+    /// lengths and for values that are not finite.
+    pub fn new(dim: usize, scales: &[f64], shifts: &[f64]) -> Result<PerIndex> {
+        if !shifts.is_empty() && shifts.len() != scales.len() {
+            return Err(Error::Conversion(format!(
+                "{} scales and {} shifts for dim {dim}: give one shift per scale, or none",
+                scales.len(),
+                shifts.len()
+            )));
+        }
+        let zeros = vec![0.0; scales.len()];
+        let shifts = if shifts.is_empty() { &zeros } else { shifts };
+        for (what, list) in [("scale", scales), ("shift", shifts)] {
+            if let Some((i, v)) = list.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::Conversion(format!(
+                    "{what} {v} at index {i} of dim {dim}: scales and shifts must be finite"
+                )));
+            }
+        }
+        let values = || scales.iter().chain(shifts);
+        Ok(PerIndex {
+            dim,
+            wide: values().map(|v| v.to_bits()).collect(),
+            single: values().map(|&v| (v as f32).to_bits()).collect(),
+        })
+    }
+
+    /// The logical dim whose index picks the scale and shift.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Indices the map covers (the dim's extent, when it compiles).
+    pub fn len(&self) -> usize {
+        self.wide.len() / 2
+    }
+
+    /// Whether the map covers no index (a dim of extent 0).
+    pub fn is_empty(&self) -> bool {
+        self.wide.is_empty()
+    }
+
+    /// The `(scale, shift)` of index `i`. Panics when `i` is not below [`PerIndex::len`].
+    pub fn scale_shift(&self, i: usize) -> (f64, f64) {
+        (
+            f64::from_bits(self.wide[i]),
+            f64::from_bits(self.wide[self.len() + i]),
+        )
+    }
+
+    /// The destination bits of a source element with bits `bits` at index `i` of the dim,
+    /// converted by `conversion` with this map's scale and shift for `i` (the conversion's own
+    /// per-tensor map, if any, is not used). Types without numeric values move as themselves.
+    pub fn apply(&self, conversion: &Conversion, bits: u64, i: usize) -> u64 {
+        conversion.apply_map(bits, Some(self.scale_shift(i)))
+    }
+
+    /// The scales then the shifts, as `f32` bits or `f64` bits for the arithmetic `a`: the
+    /// table generated code reads (its address stays fixed while any clone lives).
+    pub(crate) fn table(&self, a: Arithmetic) -> *const u8 {
+        match a {
+            Arithmetic::F32 => self.single.as_ptr().cast(),
+            Arithmetic::F64 => self.wide.as_ptr().cast(),
+        }
+    }
+
+    /// Fails unless the map fits `conversion` and a tensor of shape `shape`: a dim in range, one
+    /// value per index, types with numeric values, no per-tensor map beside it.
+    pub(crate) fn check(&self, conversion: &Conversion, shape: &[usize]) -> Result<()> {
+        let dim = self.dim;
+        let Some(&extent) = shape.get(dim) else {
+            return Err(Error::Conversion(format!(
+                "per-index scales along dim {dim} of a rank-{} tensor",
+                shape.len()
+            )));
+        };
+        if self.len() != extent {
+            return Err(Error::Conversion(format!(
+                "{} per-index scales for dim {dim} of extent {extent}: give one per index",
+                self.len()
+            )));
+        }
+        for t in [conversion.from, conversion.to] {
+            if Kind::of(t).is_none() {
+                return Err(Error::Conversion(format!(
+                    "per-index scales on {t} elements, which have no numeric conversion; \
+                     conversions take {CONVERTIBLE}"
+                )));
+            }
+        }
+        if conversion.affine.is_some() {
+            return Err(Error::Conversion(format!(
+                "per-index scales beside the per-tensor map of {conversion}: give one or the other"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for PerIndex {
+    /// `* scale[i] + shift[i] along dim D (N indices)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "(* scale[i] + shift[i], i along dim {} of {})",
+            self.dim,
+            self.len()
+        )
     }
 }

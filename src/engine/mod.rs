@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use bounded::BoundedMap;
 
-use crate::convert::Conversion;
+use crate::convert::{Conversion, PerIndex};
 use crate::error::Result;
 use crate::jit::{self, Compiled};
 use crate::layout::Layout;
@@ -42,6 +42,8 @@ pub(crate) struct Request {
     pub elem_size: usize,
     /// The conversion of each element, if the types differ (then `elem_size` is the source's).
     pub conversion: Option<Conversion>,
+    /// The per-index affine map on the way, if any (then `conversion` is set).
+    pub per_index: Option<PerIndex>,
     pub tactics: Tactics,
     pub target: Target,
 }
@@ -100,11 +102,19 @@ impl Engine {
         }
         let start = Instant::now();
         let (src, dst) = (&request.src, &request.dst);
-        let plan = Arc::new(match request.conversion {
-            None => {
+        let plan = Arc::new(match (request.conversion, &request.per_index) {
+            (None, _) => {
                 Plan::with_tactics(src, dst, request.elem_size, request.tactics, request.target)
             }
-            Some(c) => Plan::converting(src, dst, c, request.tactics, request.target),
+            (Some(c), None) => Plan::converting(src, dst, c, request.tactics, request.target),
+            (Some(c), Some(map)) => Plan::converting_per_index(
+                src,
+                dst,
+                c,
+                map.clone(),
+                request.tactics,
+                request.target,
+            ),
         }?);
         if use_cache {
             lock(&self.plans).insert(request.clone(), plan.clone());
@@ -241,6 +251,7 @@ mod tests {
             dst: Layout::col_major(&[32, 48]).unwrap(),
             elem_size: 4,
             conversion: None,
+            per_index: None,
             tactics,
             target: Target::host(),
         }

@@ -15,6 +15,9 @@ impl fmt::Display for Plan {
             None => write!(f, "plan: {}-byte elements", self.elem_size)?,
             Some(c) => write!(f, "plan: {c} elements, converted in registers")?,
         }
+        if let Some(map) = &self.per_index {
+            write!(f, " {map}")?;
+        }
         writeln!(
             f,
             ", src {} elements, dst {} elements, {} region(s), work {}",
@@ -24,11 +27,15 @@ impl fmt::Display for Plan {
             self.work()
         )?;
         for (i, region) in self.regions.iter().enumerate() {
-            writeln!(
+            write!(
                 f,
                 "region {i}: src at {}, dst at {}",
                 region.src_base, region.dst_base
             )?;
+            if self.per_index.is_some() {
+                write!(f, ", index at {}", region.index_base)?;
+            }
+            writeln!(f)?;
             Nest { f, indent: 1 }.region(self, region)?;
         }
         Ok(())
@@ -48,8 +55,12 @@ impl Nest<'_, '_> {
 
     /// A loop line; what follows goes one level deeper.
     fn open(&mut self, l: Loop) -> fmt::Result {
+        let index = match l.index_stride {
+            0 => String::new(),
+            i => format!(", index += {i}"),
+        };
         self.line(format_args!(
-            "for {} (src += {}, dst += {})",
+            "for {} (src += {}, dst += {}{index})",
             l.extent, l.src_stride, l.dst_stride
         ))?;
         self.indent += 1;
@@ -133,7 +144,7 @@ impl Nest<'_, '_> {
         let elem_size = plan.elem_size;
         match kernel {
             Kernel::Element => self.line(format_args!("move 1 element")),
-            Kernel::Copy { len, write } => {
+            Kernel::Copy { len, write, .. } => {
                 let how = match write {
                     CopyWrite::Streamed { .. } => "streaming stores".to_string(),
                     CopyWrite::Stored => format!("{}-byte vectors", plan.target.vector_bytes),

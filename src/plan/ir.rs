@@ -23,11 +23,13 @@
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
-use crate::convert::Conversion;
+use crate::convert::{Conversion, PerIndex};
 use crate::layout::{Digit, Source, Swizzle};
 use crate::target::Target;
 
-/// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements.
+/// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements, and of
+/// `index_stride` along the dim of a per-index affine map ([`Plan::per_index`]; 0 for loops
+/// over other dims, and in plans without one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Loop {
     /// Number of iterations.
@@ -36,6 +38,8 @@ pub struct Loop {
     pub src_stride: i64,
     /// Destination elements between consecutive iterations.
     pub dst_stride: i64,
+    /// Steps of the per-index map's dim between consecutive iterations.
+    pub index_stride: i64,
 }
 
 impl Loop {
@@ -45,6 +49,7 @@ impl Loop {
             extent,
             src_stride: 1,
             dst_stride: 1,
+            index_stride: 0,
         }
     }
 
@@ -59,6 +64,7 @@ impl Loop {
             extent,
             src_stride: self.src_stride * steps as i64,
             dst_stride: self.dst_stride * steps as i64,
+            index_stride: self.index_stride * steps as i64,
         }
     }
 }
@@ -72,6 +78,9 @@ pub enum Kernel {
     Copy {
         /// Elements per copy.
         len: usize,
+        /// Steps of the per-index map's dim from one element of the copy to the next (0
+        /// without a per-index map).
+        index_stride: i64,
         /// How the copy writes.
         write: CopyWrite,
     },
@@ -220,7 +229,7 @@ impl Kernel {
     pub fn elements(&self) -> usize {
         match *self {
             Kernel::Element => 1,
-            Kernel::Copy { len, write } => len * write.rows().extent,
+            Kernel::Copy { len, write, .. } => len * write.rows().extent,
             Kernel::Transpose { tile, .. } => tile.a.extent * tile.b.extent,
             Kernel::Zip { tile, write } => tile.elements() * write.steps().extent,
             Kernel::Unzip { tile, write } => tile.elements() * write.steps().extent,
@@ -311,6 +320,7 @@ pub const SINGLE: Loop = Loop {
     extent: 1,
     src_stride: 0,
     dst_stride: 0,
+    index_stride: 0,
 };
 
 /// One term of an offset computed with division and modulo:
@@ -379,6 +389,9 @@ pub struct Indexed {
     pub src_swizzle: Option<IndexedSwizzle>,
     /// The swizzle of the destination offset, if the destination is swizzled.
     pub dst_swizzle: Option<IndexedSwizzle>,
+    /// The local dim that is the per-index map's dim, if that dim is indexed: its coordinate
+    /// is the point's index along the map's dim.
+    pub index: Option<usize>,
 }
 
 /// The swizzle of one side of an [`Indexed`] loop: that side's indexed offset is
@@ -432,6 +445,8 @@ pub struct Region {
     pub src_base: i64,
     /// Destination buffer index of the region's first element.
     pub dst_base: i64,
+    /// Index along the per-index map's dim of the region's first element (0 without one).
+    pub index_base: i64,
     /// An outermost loop over dims that need div/mod, if any.
     pub indexed: Option<Indexed>,
     /// Affine loops, outermost first.
@@ -470,6 +485,8 @@ pub struct Plan {
     pub(super) elem_size: usize,
     /// The conversion of every element on the way, if the types differ.
     pub(super) conversion: Option<Conversion>,
+    /// The per-index affine map on the way, if any (then `conversion` is set).
+    pub(super) per_index: Option<PerIndex>,
     pub(super) src_len: usize,
     pub(super) dst_len: usize,
     pub(super) elements: usize,
@@ -492,6 +509,14 @@ impl Plan {
     /// The conversion each element goes through on the way, if the plan converts.
     pub fn conversion(&self) -> Option<Conversion> {
         self.conversion
+    }
+
+    /// The per-index affine map each element goes through on the way, if any: each loop's
+    /// [`index_stride`](Loop::index_stride), each region's
+    /// [`index_base`](Region::index_base) and the indexed loops' [`index`](Indexed::index)
+    /// track the index along its dim.
+    pub fn per_index(&self) -> Option<&PerIndex> {
+        self.per_index.as_ref()
     }
 
     /// Elements the source buffer must hold.

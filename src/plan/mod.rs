@@ -45,16 +45,17 @@ pub use ir::{
 pub use tactics::{BlockWrite, Blocking, LargeWrites, Tactics, Tiling};
 pub use verify::{Rule, Violation};
 
-use crate::convert::Conversion;
+use crate::convert::{Conversion, PerIndex};
 use crate::error::{Error, Result};
 use crate::layout::{check_pair, Layout, Source};
 use crate::target::Target;
 
-/// What happens to each element: moved as it is (elements of this many bytes), or converted.
-#[derive(Clone, Copy)]
+/// What happens to each element: moved as it is (elements of this many bytes), or converted
+/// (with a per-index affine map, or none).
+#[derive(Clone)]
 enum Elements {
     Moved(usize),
-    Converted(Conversion),
+    Converted(Conversion, Option<PerIndex>),
 }
 
 /// Regions beyond this count (from many padded dims at once) send the padded dims to the indexed
@@ -117,9 +118,42 @@ impl Plan {
         let elements = if conversion.is_identity() {
             Elements::Moved(conversion.from_type().elem_size()?)
         } else {
-            Elements::Converted(conversion)
+            Elements::Converted(conversion, None)
         };
         Plan::build(src, dst, elements, tactics, target)
+    }
+
+    /// [`Plan::converting`] with a per-index affine map on the way (see [`PerIndex`]): the
+    /// loops carry the index along the map's dim ([`Loop::index_stride`]). Fails with
+    /// [`Error::Conversion`] when the map does not fit the conversion or the layouts' shape.
+    ///
+    /// ```
+    /// use relayout::plan::{Plan, Tactics};
+    /// use relayout::{Conversion, DType, Layout, PerIndex, Target};
+    ///
+    /// let (src, dst) = (Layout::row_major(&[4, 64])?, Layout::col_major(&[4, 64])?);
+    /// let rows = PerIndex::new(0, &[1.0, 2.0, 3.0, 4.0], &[])?;
+    /// let q = Conversion::new(DType::F32, DType::I8)?;
+    /// let plan = Plan::converting_per_index(&src, &dst, q, rows, Tactics::default(), Target::host())?;
+    /// assert_eq!(plan.per_index().map(|m| m.dim()), Some(0));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn converting_per_index(
+        src: &Layout,
+        dst: &Layout,
+        conversion: Conversion,
+        map: PerIndex,
+        tactics: Tactics,
+        target: Target,
+    ) -> Result<Plan> {
+        map.check(&conversion, src.shape())?;
+        Plan::build(
+            src,
+            dst,
+            Elements::Converted(conversion, Some(map)),
+            tactics,
+            target,
+        )
     }
 
     fn build(
@@ -129,9 +163,9 @@ impl Plan {
         tactics: Tactics,
         target: Target,
     ) -> Result<Plan> {
-        let (elem_size, conversion) = match elements {
-            Elements::Moved(size) => (size, None),
-            Elements::Converted(c) => (c.from_type().size(), Some(c)),
+        let (elem_size, conversion, per_index) = match elements {
+            Elements::Moved(size) => (size, None, None),
+            Elements::Converted(c, map) => (c.from_type().size(), Some(c), map),
         };
         let dst_elem_size = conversion.map_or(elem_size, |c| c.to_type().size());
         if ![1, 2, 4, 8].contains(&elem_size) {
@@ -151,6 +185,7 @@ impl Plan {
             return Ok(Plan {
                 elem_size,
                 conversion,
+                per_index,
                 src_len: src.cosize(),
                 dst_len: dst.cosize(),
                 elements: 0,
@@ -162,8 +197,11 @@ impl Plan {
         // indexed, their offsets computed and swizzled at each point; but where the swizzle
         // leaves runs of 2^M contiguous, the pair is reshaped so that the dims (or low parts of
         // dims) inside a run are loops outside the swizzle (see `swizzle`).
+        // With a per-index map, a swizzled pair is indexed whole (the split would reshape the
+        // map's dim).
         let swizzled = src.swizzle().is_some() || dst.swizzle().is_some();
-        let (walked_src, walked_dst, loopable) = match swizzled.then(|| swizzle::split(src, dst)) {
+        let split = swizzled.then(|| swizzle::split(src, dst).filter(|_| per_index.is_none()));
+        let (walked_src, walked_dst, loopable) = match split {
             None => (src.clone(), dst.clone(), vec![true; src.rank()]),
             Some(None) => (src.clone(), dst.clone(), vec![false; src.rank()]),
             Some(Some(split)) => (split.src, split.dst, split.low),
@@ -172,8 +210,9 @@ impl Plan {
         let rank = src_walked.rank();
         let mut boxes: Vec<Option<Vec<refine::DimBox>>> = (0..rank)
             .map(|d| {
+                let scaled = per_index.as_ref().is_some_and(|m| m.dim() == d);
                 loopable[d]
-                    .then(|| refine::refine_dim(src_walked, dst_walked, d))
+                    .then(|| refine::refine_dim(src_walked, dst_walked, d, scaled))
                     .flatten()
             })
             .collect();
@@ -202,6 +241,9 @@ impl Plan {
                 extents,
                 src_swizzle: indexed_swizzle(src),
                 dst_swizzle: indexed_swizzle(dst),
+                index: per_index
+                    .as_ref()
+                    .and_then(|m| indexed_dims.iter().position(|&d| d == m.dim())),
             }
         });
         let src_base = outer_base(src);
@@ -210,6 +252,7 @@ impl Plan {
             elem_size,
             dst_elem_size,
             converts: conversion.is_some(),
+            per_index: per_index.is_some(),
             target,
             large: dst.cosize().saturating_mul(dst_elem_size) >= target.stream_min_bytes,
             tactics,
@@ -220,6 +263,7 @@ impl Plan {
             let region = Region {
                 src_base: src_base + combo.iter().map(|b| b.src_base).sum::<i64>(),
                 dst_base: dst_base + combo.iter().map(|b| b.dst_base).sum::<i64>(),
+                index_base: combo.iter().map(|b| b.index_base).sum::<i64>(),
                 indexed: indexed.clone(),
                 loops,
                 kernel: Kernel::Element,
@@ -229,6 +273,7 @@ impl Plan {
         let plan = Plan {
             elem_size,
             conversion,
+            per_index,
             src_len: src.cosize(),
             dst_len: dst.cosize(),
             elements: src.size(),
@@ -247,7 +292,28 @@ impl Plan {
 
     /// Calls `f(src_index, dst_index)` for every element the plan moves, in plan order, without
     /// compiling anything. The tests use it to prove a plan moves each element exactly once.
-    pub fn for_each_move(&self, f: impl FnMut(usize, usize)) {
+    pub fn for_each_move(&self, mut f: impl FnMut(usize, usize)) {
+        interpret::for_each_move(self, |s, d, _| f(s, d))
+    }
+
+    /// [`Plan::for_each_move`] with each element's index along the dim of the plan's per-index
+    /// map ([`Plan::per_index`]; 0 without one), as the loops carry it: `f(src_index,
+    /// dst_index, index)`. The tests use it to prove the index the kernels read is the
+    /// element's coordinate.
+    ///
+    /// ```
+    /// use relayout::plan::{Plan, Tactics};
+    /// use relayout::{Conversion, DType, Layout, PerIndex, Target};
+    ///
+    /// let src = Layout::row_major(&[3, 4])?;
+    /// let dst = Layout::col_major(&[3, 4])?;
+    /// let columns = PerIndex::new(1, &[1.0; 4], &[])?;
+    /// let c = Conversion::new(DType::F32, DType::F16)?;
+    /// let plan = Plan::converting_per_index(&src, &dst, c, columns, Tactics::default(), Target::host())?;
+    /// plan.for_each_indexed_move(|s, _, column| assert_eq!(s % 4, column as usize));
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn for_each_indexed_move(&self, f: impl FnMut(usize, usize, i64)) {
         interpret::for_each_move(self, f)
     }
 

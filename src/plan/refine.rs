@@ -11,22 +11,32 @@ use crate::layout::{Digit, Layout};
 pub(crate) struct DimBox {
     pub src_base: i64,
     pub dst_base: i64,
+    /// The box's first index along the dim, when the dim is a per-index map's (else 0).
+    pub index_base: i64,
     pub loops: Vec<Loop>,
 }
 
-/// A piece of a dim's mixed-radix refinement: digit position `div`, radix `count`, strides.
+/// A piece of a dim's mixed-radix refinement: digit position `div`, radix `count`, strides
+/// (the index stride is `div` along a per-index map's dim, else 0).
 #[derive(Debug, Clone, Copy)]
 struct Piece {
     div: usize,
     count: usize,
     src_stride: i64,
     dst_stride: i64,
+    index_stride: i64,
 }
 
 /// The boxes covering `[0, n)` of dim `d` in the common refinement of both layouts' digit chains,
 /// or `None` when the chains do not refine (a boundary of one side does not divide the next
-/// boundary of the other, fused sources, shifts): such dims need the indexed path.
-pub(crate) fn refine_dim(src: &Layout, dst: &Layout, d: usize) -> Option<Vec<DimBox>> {
+/// boundary of the other, fused sources, shifts): such dims need the indexed path. With
+/// `scaled`, the dim is a per-index map's, and the loops and boxes carry its index.
+pub(crate) fn refine_dim(
+    src: &Layout,
+    dst: &Layout,
+    d: usize,
+    scaled: bool,
+) -> Option<Vec<DimBox>> {
     let n = src.shape()[d];
     let (src_chain, dst_chain) = (src.dim_chain(d)?, dst.dim_chain(d)?);
     let ends = src_chain
@@ -55,10 +65,11 @@ pub(crate) fn refine_dim(src: &Layout, dst: &Layout, d: usize) -> Option<Vec<Dim
                 count,
                 src_stride: stride_at(&src_chain, div),
                 dst_stride: stride_at(&dst_chain, div),
+                index_stride: if scaled { div as i64 } else { 0 },
             }
         })
         .collect();
-    Some(boxes(&pieces, n, 0, 0))
+    Some(boxes(&pieces, n, [0, 0, 0]))
 }
 
 /// The stride of position `div` inside the chain digit that contains it, or 0 where no digit
@@ -73,12 +84,15 @@ fn stride_at(chain: &[&Digit], div: usize) -> i64 {
 }
 
 /// Splits `[0, n)` over `pieces` (least significant first) into boxes: all top values below
-/// `n / top.div` with the lower pieces full, then the last partial top value, recursively.
-fn boxes(pieces: &[Piece], n: usize, src_base: i64, dst_base: i64) -> Vec<DimBox> {
+/// `n / top.div` with the lower pieces full, then the last partial top value, recursively;
+/// `base` is the source, destination and index base of the boxes.
+fn boxes(pieces: &[Piece], n: usize, base: [i64; 3]) -> Vec<DimBox> {
+    let [src_base, dst_base, index_base] = base;
     let Some((top, lower)) = pieces.split_last() else {
         return vec![DimBox {
             src_base,
             dst_base,
+            index_base,
             loops: Vec::new(),
         }];
     };
@@ -93,15 +107,18 @@ fn boxes(pieces: &[Piece], n: usize, src_base: i64, dst_base: i64) -> Vec<DimBox
         out.push(DimBox {
             src_base,
             dst_base,
+            index_base,
             loops,
         });
     }
     if rest > 0 {
-        let (s, t) = (
-            src_base + top.src_stride * full as i64,
-            dst_base + top.dst_stride * full as i64,
-        );
-        out.extend(boxes(lower, rest, s, t));
+        let full = full as i64;
+        let next = [
+            src_base + top.src_stride * full,
+            dst_base + top.dst_stride * full,
+            index_base + top.index_stride * full,
+        ];
+        out.extend(boxes(lower, rest, next));
     }
     out
 }
@@ -112,6 +129,7 @@ impl Piece {
             extent: self.count,
             src_stride: self.src_stride,
             dst_stride: self.dst_stride,
+            index_stride: self.index_stride,
         }
     }
 }

@@ -37,6 +37,9 @@ pub(super) struct Context {
     /// Whether elements change type on the way. A converting copy does not stream: the
     /// streaming routine moves bytes, not elements.
     pub converts: bool,
+    /// Whether a per-index affine map converts the elements: its kernels need the index
+    /// along its dim lane by lane, which zips and unzips do not follow, so none is chosen.
+    pub per_index: bool,
     pub target: Target,
     /// Whether the destination is large enough to stream ([`Target::stream_min_bytes`]).
     pub large: bool,
@@ -69,7 +72,7 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
     );
     let elem_size = cx.elem_size;
     let lanes = cx.target.lanes(elem_size);
-    let kernel = pick_kernel(&mut loops, lanes);
+    let kernel = pick_kernel(&mut loops, lanes, !cx.per_index);
     let order = match kernel {
         Kernel::Copy { len, .. } if streams_copy(len, cx) => Order::Source,
         Kernel::Zip { .. } | Kernel::Unzip { .. } if cx.streams_runs() => Order::Destination,
@@ -82,11 +85,22 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
         ..region
     };
     let regions = match kernel {
-        Kernel::Copy { len, write } if len * elem_size > 4 * COPY_CHUNK_BYTES => split_tile_loop(
+        Kernel::Copy {
+            len,
+            index_stride,
+            write,
+        } if len * elem_size > 4 * COPY_CHUNK_BYTES => split_tile_loop(
             region,
-            Loop::contiguous(len),
+            Loop {
+                index_stride,
+                ..Loop::contiguous(len)
+            },
             COPY_CHUNK_BYTES / elem_size,
-            |len| Kernel::Copy { len, write },
+            |len| Kernel::Copy {
+                len,
+                index_stride,
+                write,
+            },
         ),
         Kernel::Transpose { tile, .. } => {
             let row_bytes = tile.a.dst_stride.unsigned_abs() as usize * elem_size;
@@ -147,6 +161,7 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
     region.kernel = match region.kernel {
         Kernel::Copy {
             len,
+            index_stride,
             write: CopyWrite::Stored,
         } if streams_copy(len, cx) => {
             let rows = match region.loops.len() {
@@ -155,6 +170,7 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
             };
             Kernel::Copy {
                 len,
+                index_stride,
                 write: CopyWrite::Streamed { rows },
             }
         }
@@ -242,6 +258,7 @@ fn stage_runs(region: Region, cx: Context) -> Vec<Region> {
         out.push(Region {
             src_base: region.src_base + done * inner.src_stride,
             dst_base: region.dst_base + done * inner.dst_stride,
+            index_base: region.index_base + done * inner.index_stride,
             loops,
             ..region
         });
@@ -250,7 +267,8 @@ fn stage_runs(region: Region, cx: Context) -> Vec<Region> {
 }
 
 /// Merges loops that continue each other on both sides (CuTe's coalesce rule on both layouts at
-/// once): `(e1, s1, t1)` and `(e2, e1·s1, e1·t1)` become `(e1·e2, s1, t1)`.
+/// once): `(e1, s1, t1)` and `(e2, e1·s1, e1·t1)` become `(e1·e2, s1, t1)`; the index strides
+/// of a per-index map must continue each other too.
 fn coalesce(mut loops: Vec<Loop>) -> Vec<Loop> {
     'merge: loop {
         for i in 0..loops.len() {
@@ -260,6 +278,7 @@ fn coalesce(mut loops: Vec<Loop>) -> Vec<Loop> {
                 if i != j
                     && inner.src_stride.checked_mul(e) == Some(outer.src_stride)
                     && inner.dst_stride.checked_mul(e) == Some(outer.dst_stride)
+                    && inner.index_stride.checked_mul(e) == Some(outer.index_stride)
                 {
                     loops[i].extent *= outer.extent;
                     loops.remove(j);
@@ -274,15 +293,17 @@ fn coalesce(mut loops: Vec<Loop>) -> Vec<Loop> {
 /// Chooses the kernel from the loops and removes the loops it consumes:
 /// a loop contiguous on both sides is a copy; a source-contiguous and a destination-contiguous
 /// loop of at least `lanes` each form a transpose; anything else moves single elements, with the
-/// destination-contiguous (or smallest destination stride) loop innermost.
-fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
+/// destination-contiguous (or smallest destination stride) loop innermost. Zips and unzips
+/// only with `zips`.
+fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize, zips: bool) -> Kernel {
     if let Some(i) = loops
         .iter()
         .position(|l| l.src_stride == 1 && l.dst_stride == 1)
     {
-        let len = loops.remove(i).extent;
+        let run = loops.remove(i);
         return Kernel::Copy {
-            len,
+            len: run.extent,
+            index_stride: run.index_stride,
             write: CopyWrite::Stored,
         };
     }
@@ -305,7 +326,7 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize) -> Kernel {
             write: TransposeWrite::InPlace,
         };
     }
-    if let Some(kernel) = pick_zip(loops, lanes) {
+    if let Some(kernel) = zips.then(|| pick_zip(loops, lanes)).flatten() {
         return kernel;
     }
     if let Some(i) = (0..loops.len()).min_by_key(|&i| {
@@ -492,6 +513,7 @@ fn split_tile_loop(
         out.push(Region {
             src_base: region.src_base + done * run.src_stride,
             dst_base: region.dst_base + done * run.dst_stride,
+            index_base: region.index_base + done * run.index_stride,
             kernel: kernel(rest),
             ..region
         });
@@ -509,6 +531,15 @@ mod tests {
             extent,
             src_stride: src,
             dst_stride: dst,
+            index_stride: 0,
+        }
+    }
+
+    /// [`l`] with an index stride.
+    fn li(extent: usize, src: i64, dst: i64, index: i64) -> Loop {
+        Loop {
+            index_stride: index,
+            ..l(extent, src, dst)
         }
     }
 
@@ -528,6 +559,13 @@ mod tests {
             ),
             // Negative strides continue too.
             (vec![l(3, -4, -4), l(4, -1, -1)], vec![l(12, -1, -1)]),
+            // The index of a per-index map must continue as well: two pieces of its dim merge,
+            // a dim of its own beside it does not.
+            (vec![li(4, 8, 8, 8), li(8, 1, 1, 1)], vec![li(32, 1, 1, 1)]),
+            (
+                vec![li(4, 8, 8, 1), l(8, 1, 1)],
+                vec![li(4, 8, 8, 1), l(8, 1, 1)],
+            ),
         ] {
             assert_eq!(coalesce(loops.clone()), want, "{loops:?}");
         }
@@ -537,6 +575,7 @@ mod tests {
     fn the_kernel_follows_the_contiguous_loops() {
         let copy = |len| Kernel::Copy {
             len,
+            index_stride: 0,
             write: CopyWrite::Stored,
         };
         let transpose = |a, b| Kernel::Transpose {
@@ -607,7 +646,7 @@ mod tests {
             ),
         ] {
             let mut got = loops.clone();
-            assert_eq!(pick_kernel(&mut got, 4), kernel, "{loops:?}");
+            assert_eq!(pick_kernel(&mut got, 4, true), kernel, "{loops:?}");
             assert_eq!(got, left, "{loops:?}");
         }
     }
@@ -634,6 +673,7 @@ mod tests {
     fn copy_kernel() -> Kernel {
         Kernel::Copy {
             len: 8,
+            index_stride: 0,
             write: CopyWrite::Stored,
         }
     }
@@ -643,12 +683,14 @@ mod tests {
         let region = Region {
             src_base: 5,
             dst_base: 7,
+            index_base: 0,
             indexed: None,
             loops: vec![l(3, 100, 100)],
             kernel: copy_kernel(),
         };
         let copy = |len| Kernel::Copy {
             len,
+            index_stride: 0,
             write: CopyWrite::Stored,
         };
         let parts = split_tile_loop(region.clone(), Loop::contiguous(70), 16, copy);

@@ -47,6 +47,10 @@ pub enum Rule {
     Coverage,
     /// Every access lies inside the source and destination buffers.
     Bounds,
+    /// The index along a per-index map's dim stays inside the map (every table read lies
+    /// inside the table), kernels that do not follow the index lane by lane (zips, unzips) are
+    /// absent, and plans without a map carry no index.
+    Index,
 }
 
 impl fmt::Display for Violation {
@@ -128,6 +132,7 @@ fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
             ));
         }
     }
+    index_reach(plan, region, &loops)?;
     for (side, base, len, stride) in [
         (
             "source",
@@ -148,6 +153,50 @@ fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
     Ok(())
 }
 
+/// The [`Rule::Index`] checks of one region whose kernel iterates `kernel_loops`.
+fn index_reach(plan: &Plan, region: &Region, kernel_loops: &[Loop]) -> RegionCheck {
+    let all = region.loops.iter().chain(kernel_loops);
+    let copy_index = match region.kernel {
+        Kernel::Copy { index_stride, .. } => index_stride,
+        _ => 0,
+    };
+    let Some(map) = &plan.per_index else {
+        let carried = region.index_base != 0
+            || region.indexed.as_ref().is_some_and(|ix| ix.index.is_some())
+            || all.clone().any(|l| l.index_stride != 0)
+            || copy_index != 0;
+        return match carried {
+            true => Err((Rule::Index, "an index without a per-index map".into())),
+            false => Ok(()),
+        };
+    };
+    if matches!(region.kernel, Kernel::Zip { .. } | Kernel::Unzip { .. }) {
+        return Err((Rule::Index, "a zip or unzip under a per-index map".into()));
+    }
+    let (mut lo, mut hi) = (region.index_base as i128, region.index_base as i128);
+    for l in all {
+        let last = l.index_stride as i128 * (l.extent as i128 - 1);
+        lo += last.min(0);
+        hi += last.max(0);
+    }
+    if let Some(ix) = &region.indexed {
+        if let Some(k) = ix.index {
+            let extent = *ix.extents.get(k).ok_or((
+                Rule::Index,
+                format!("indexed dim {k} of {}", ix.extents.len()),
+            ))?;
+            hi += extent as i128 - 1;
+        }
+    }
+    if lo < 0 || hi >= map.len() as i128 {
+        return Err((
+            Rule::Index,
+            format!("indexes {lo}..={hi} of a map of {}", map.len()),
+        ));
+    }
+    Ok(())
+}
+
 fn src_stride(l: &Loop) -> i64 {
     l.src_stride
 }
@@ -161,7 +210,17 @@ fn dst_stride(l: &Loop) -> i64 {
 fn kernel_loops(kernel: Kernel) -> Vec<Loop> {
     match kernel {
         Kernel::Element => Vec::new(),
-        Kernel::Copy { len, write } => vec![write.rows(), Loop::contiguous(len)],
+        Kernel::Copy {
+            len,
+            index_stride,
+            write,
+        } => vec![
+            write.rows(),
+            Loop {
+                index_stride,
+                ..Loop::contiguous(len)
+            },
+        ],
         Kernel::Transpose { tile, .. } => vec![tile.b, tile.a],
         Kernel::Zip { tile, write } => vec![write.steps(), tile.long, tile.short],
         Kernel::Unzip { tile, write } => vec![write.steps(), tile.long, tile.short],
@@ -385,11 +444,9 @@ mod tests {
             Rule::ElementSize
         );
         assert_eq!(
-            rule_after(transpose_plan(), |p| p.regions[0].loops.push(Loop {
-                extent: 0,
-                src_stride: 1,
-                dst_stride: 1
-            })),
+            rule_after(transpose_plan(), |p| p.regions[0]
+                .loops
+                .push(Loop::contiguous(0))),
             Rule::Extent
         );
         assert_eq!(
@@ -443,12 +500,9 @@ mod tests {
                 r.loops.clear();
                 r.kernel = Kernel::Copy {
                     len: 64,
+                    index_stride: 0,
                     write: CopyWrite::Streamed {
-                        rows: Loop {
-                            extent: 4,
-                            src_stride: 64,
-                            dst_stride: 64,
-                        },
+                        rows: Loop::contiguous(4).stepping(64, 4),
                     },
                 };
             }),

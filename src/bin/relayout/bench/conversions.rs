@@ -140,15 +140,15 @@ fn measure_as<S: Element, D: Element>(
     let c = job.conversion;
     // Tuned, as the other rows of `relayout bench` are (the runs before timing finish it).
     let options = Options::new().threads(threads).tune(true);
-    let fused = compile_relayout_with(&job.src, &job.dst, options.convert(c))?;
-    let relayout = compile_relayout_with(&job.src, &job.dst, options.dtype(c.from_type()))?;
+    let fused = compile_relayout_with(&job.src, &job.dst, options.clone().convert(c))?;
+    let relayout = compile_relayout_with(&job.src, &job.dst, options.clone().dtype(c.from_type()))?;
     let widens = c.to_type().size() > c.from_type().size();
     let wider = if widens { c.to_type() } else { c.from_type() };
-    let plain = compile_relayout_with(&job.src, &job.dst, options.dtype(wider))?;
+    let plain = compile_relayout_with(&job.src, &job.dst, options.clone().dtype(wider))?;
     // The second pass converts the whole destination buffer, in place of nothing: a converting
     // copy of its slots (the fastest pass relayout has for it).
     let flat = Layout::row_major(&[job.dst.cosize().max(1)])?;
-    let second = compile_relayout_with(&flat, &flat, options.convert(c))?;
+    let second = compile_relayout_with(&flat, &flat, options.clone().convert(c))?;
     let src = PageAligned::from_fn(job.src.cosize(), |i| S::from_bits(i as u64));
     let mut middle = PageAligned::filled(job.dst.cosize().max(1), S::from_bits(0));
     let mut dst = PageAligned::filled(job.dst.cosize().max(1), D::from_bits(u64::MAX));
@@ -178,7 +178,7 @@ fn measure_as<S: Element, D: Element>(
     }
     let compiles = (0..super::COMPILES)
         .map(|_| {
-            let fresh = options.convert(c).cache(false);
+            let fresh = options.clone().convert(c).cache(false);
             Ok(compile_relayout_with(&job.src, &job.dst, fresh)?.compile_micros())
         })
         .collect::<Result<Vec<f64>, Error>>()?;

@@ -448,7 +448,7 @@ fn measure_as<T: Element>(
         options = options.tactics(tactics);
     }
     let requested = std::time::Instant::now();
-    let kernel = compile_relayout_with(&job.src, &job.dst, options)?;
+    let kernel = compile_relayout_with(&job.src, &job.dst, options.clone())?;
     let elements = job.src.size();
     // Every page is written before timing, so no contender pays for first touches; a source of
     // distinct values keeps reads off the shared zero page. Every buffer starts a page, so no
@@ -472,7 +472,8 @@ fn measure_as<T: Element>(
     // fresh compiles of the same pair now use).
     let compiles = (0..COMPILES)
         .map(|_| {
-            Ok(compile_relayout_with(&job.src, &job.dst, options.cache(false))?.compile_micros())
+            let fresh = options.clone().cache(false);
+            Ok(compile_relayout_with(&job.src, &job.dst, fresh)?.compile_micros())
         })
         .collect::<Result<Vec<f64>, Error>>()?;
     // memcpy gets as many threads as the kernel uses (small tensors run on fewer than asked).

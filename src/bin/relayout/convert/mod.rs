@@ -103,7 +103,7 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
         .threads(usize::from(args.threads));
     // Compiling first reports a shape mismatch or a destination that is not injective before
     // any file is created.
-    compile_relayout_with(&src, &dst, options)?;
+    compile_relayout_with(&src, &dst, options.clone())?;
 
     let (size, dst_size) = (dtype.size(), dst_values.dtype().size());
     let data_bytes = dst
@@ -133,7 +133,7 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
         None => {
             // SAFETY: `check` made sure the mapped data holds cosize(src) elements and the
             // output holds cosize(dst); the two are distinct mappings.
-            unsafe { run_part(&src, &dst, options, from, to, 0, 0)? };
+            unsafe { run_part(&src, &dst, &options, from, to, 0, 0)? };
         }
         Some(slabs) => {
             let per_index: usize = src.shape()[slabs.dim + 1..].iter().product();
@@ -142,7 +142,7 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
                 let (part_dst, at_dst) = chunks::slab(&dst, slabs.dim, start, len)?;
                 // SAFETY: as above; each slab's elements are elements of the whole, at the
                 // whole's indices less the slab's start (`chunks::slab`).
-                unsafe { run_part(&part_src, &part_dst, options, from, to, at_src, at_dst)? };
+                unsafe { run_part(&part_src, &part_dst, &options, from, to, at_src, at_dst)? };
                 if let Some(bar) = &progress {
                     bar.inc((len * per_index * size) as u64);
                 }
@@ -166,13 +166,13 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
 unsafe fn run_part(
     src: &Layout,
     dst: &Layout,
-    options: Options,
+    options: &Options,
     from: *const u8,
     to: *mut u8,
     at_src: i64,
     at_dst: i64,
 ) -> Result<(), Error> {
-    let kernel = compile_relayout_with(src, dst, options)?;
+    let kernel = compile_relayout_with(src, dst, options.clone())?;
     let plan = kernel.plan();
     let from = from.wrapping_offset(at_src as isize * plan.elem_size() as isize);
     let to = to.wrapping_offset(at_dst as isize * plan.dst_elem_size() as isize);
