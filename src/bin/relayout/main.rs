@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use conversion_args::ConversionArgs;
 use relayout::{
-    compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout, Options,
-    Relayout,
+    compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout,
+    PerIndex, Relayout,
 };
 use values::ValueType;
 
@@ -101,6 +101,8 @@ struct Pair {
     /// The destination's element type (the source's unless the pair converts).
     dst_values: ValueType,
     conversion: Conversion,
+    /// The per-index map of `--along`, if given.
+    per_index: Option<PerIndex>,
     pad_bits: Option<u64>,
     kernel: Relayout,
 }
@@ -123,7 +125,8 @@ impl PairArgs {
             .as_deref()
             .map(|v| dst_values.parse(v))
             .transpose()?;
-        let mut options = Options::new().convert(conversion);
+        let per_index = self.convert.per_index()?;
+        let mut options = self.convert.options(conversion, per_index.clone());
         if let Some(bits) = pad_bits {
             options = options.pad_bits(bits);
         }
@@ -134,6 +137,7 @@ impl PairArgs {
             values,
             dst_values,
             conversion,
+            per_index,
             pad_bits,
             kernel,
         })
@@ -274,7 +278,7 @@ fn check(pair: &Pair) -> Result<usize, Error> {
             &src,
             &pair.dst,
             &mut want,
-            pair.conversion,
+            (pair.conversion, pair.per_index.as_ref()),
             pair.pad_bits,
         )
     })?;
@@ -309,7 +313,7 @@ trait Runner {
         src: &[u64],
         dst_layout: &Layout,
         dst: &mut [u64],
-        conversion: Conversion,
+        conversion: (Conversion, Option<&PerIndex>),
         pad: Option<u64>,
     ) -> Result<(), Error>;
 }
@@ -347,13 +351,19 @@ impl<S: Element, D: Element> Runner for Typed<S, D> {
         src: &[u64],
         dst_layout: &Layout,
         dst: &mut [u64],
-        conversion: Conversion,
+        (conversion, map): (Conversion, Option<&PerIndex>),
         pad: Option<u64>,
     ) -> Result<(), Error> {
         let mut out: Vec<D> = narrow(dst);
         let pad = pad.map(D::from_bits);
         let input = narrow::<S>(src);
-        reference::relayout_converted(src_layout, &input, dst_layout, &mut out, conversion, pad)?;
+        let (from, to) = (src_layout, dst_layout);
+        match map {
+            Some(m) => {
+                reference::relayout_per_index(from, &input, to, &mut out, conversion, m, pad)
+            }
+            None => reference::relayout_converted(from, &input, to, &mut out, conversion, pad),
+        }?;
         widen(&out, dst);
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use relayout::{compile_relayout_with, notation, Error, Layout, Options};
+use relayout::{compile_relayout_with, notation, Error, Layout, Options, PerIndex};
 
 use crate::conversion_args::ConversionArgs;
 
@@ -27,7 +27,8 @@ cosize(src) elements, and the output is a 1-D array of cosize(dst) elements. Any
 raw little-endian data of exactly that many elements. T is --dtype, or the element type the \
 layouts name (XLA's), or the input .npy's, or f32. With --to (or an XLA destination that names \
 another type), every element is converted on the way, and --scale and --shift apply \
-y = scale * x + shift; the output then holds the destination's type.
+y = scale * x + shift (with --along D, comma-separated lists of one scale and shift per index \
+of dim D: per-channel quantization); the output then holds the destination's type.
 
 The input is memory-mapped and read once. OUT is written to a temporary file in its directory and \
 renamed into place when complete, so a failure leaves OUT as it was. Destination padding slots \
@@ -98,8 +99,10 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
         .map(|v| dst_values.parse(v))
         .transpose()?;
     let conversion = args.convert.conversion(dtype, dst_values.dtype())?;
-    let options = Options::new()
-        .convert(conversion)
+    let map = args.convert.per_index()?;
+    let options = args
+        .convert
+        .options(conversion, map.clone())
         .threads(usize::from(args.threads));
     // Compiling first reports a shape mismatch or a destination that is not injective before
     // any file is created.
@@ -140,6 +143,16 @@ pub fn run(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
             for (start, len) in slabs.ranges() {
                 let (part_src, at_src) = chunks::slab(&src, slabs.dim, start, len)?;
                 let (part_dst, at_dst) = chunks::slab(&dst, slabs.dim, start, len)?;
+                // A per-index map along the slabs' dim covers the slab's indices only.
+                let options = match &map {
+                    Some(map) if map.dim() == slabs.dim => {
+                        let part = |i: usize| map.scale_shift(start + i);
+                        let (scales, shifts): (Vec<f64>, Vec<f64>) = (0..len).map(part).unzip();
+                        let slab_map = PerIndex::new(map.dim(), &scales, &shifts)?;
+                        options.clone().per_index(slab_map)
+                    }
+                    _ => options.clone(),
+                };
                 // SAFETY: as above; each slab's elements are elements of the whole, at the
                 // whole's indices less the slab's start (`chunks::slab`).
                 unsafe { run_part(&part_src, &part_dst, &options, from, to, at_src, at_dst)? };
