@@ -731,6 +731,32 @@ fn the_command_line_converts_with_to_scale_and_xla_types() {
         apply(&["--dtype", "i32", "--to", "bf16", "--shift", "0.5"]).trim(),
         "0.5 3.5 1.5 4.5 2.5 5.5"
     );
+    // Per-index lists: a scale and shift per row (dim 0), or per column (dim 1).
+    assert_eq!(
+        apply(&["--to", "i8", "--scale", "10,100", "--shift", "0,-5", "--along", "0"]).trim(),
+        "0 127 10 127 20 127"
+    );
+    assert_eq!(
+        apply(&["--to", "f64", "--scale", "1,2,3", "--along", "1"]).trim(),
+        "0 3 2 8 6 15"
+    );
+    let checked = common::run_cli(&[
+        "check",
+        "--src",
+        "cute:(32,24):(24,1)",
+        "--dst",
+        "cute:((16,2),24):((1,384),16)",
+        "--to",
+        "i8",
+        "--along",
+        "0",
+        "--scale",
+        &(0..32)
+            .map(|i| format!("{}", 1.0 + i as f64 / 3.0))
+            .collect::<Vec<_>>()
+            .join(","),
+    ]);
+    assert!(checked.starts_with("ok: 768 elements"), "{checked}");
     // XLA layouts name each side's type.
     let xla = common::run_cli(&[
         "apply",

@@ -4,8 +4,8 @@
 mod common;
 
 use relayout::{
-    compile_relayout, compile_relayout_with, reference, DType, Digit, Error, Layout, Options,
-    Source,
+    compile_relayout, compile_relayout_with, reference, Conversion, DType, Digit, Error, Layout,
+    Options, PerIndex, Source,
 };
 
 /// Parses `text`, expecting a failure; checks that its message is one line.
@@ -334,6 +334,78 @@ fn element_sizes_and_types() {
 }
 
 #[test]
+fn per_index_maps_that_do_not_fit() {
+    let src = Layout::row_major(&[3, 5]).unwrap();
+    let dst = Layout::col_major(&[3, 5]).unwrap();
+    let q = Conversion::new(DType::F32, DType::I8).unwrap();
+    let conversion = |e: Error, want: &str| {
+        assert!(matches!(e, Error::Conversion(_)), "{e:?}");
+        assert!(e.to_string().contains(want), "{e} (wanted {want:?})");
+    };
+    // Made wrong: values that are not finite, lists of different lengths.
+    for (scales, shifts, want) in [
+        (&[1.0, f64::NAN][..], &[][..], "scale NaN at index 1"),
+        (
+            &[1.0, 2.0],
+            &[0.0, f64::NEG_INFINITY],
+            "shift -inf at index 1",
+        ),
+        (&[f64::INFINITY], &[], "finite"),
+        (&[1.0, 2.0], &[0.0], "2 scales and 1 shifts"),
+    ] {
+        conversion(one_line(PerIndex::new(0, scales, shifts)), want);
+    }
+    // Compiled wrong: a wrong length, a dim out of range, types without numeric values, a
+    // per-tensor map beside it, no element types.
+    let compile = |options: Options| one_line(compile_relayout_with(&src, &dst, options));
+    let along = |dim: usize, n: usize| PerIndex::new(dim, &vec![2.0; n], &[]).unwrap();
+    let with = |c: Conversion, map: PerIndex| Options::new().convert(c).per_index(map);
+    for (options, want) in [
+        (
+            with(q, along(0, 5)),
+            "5 per-index scales for dim 0 of extent 3",
+        ),
+        (
+            with(q, along(1, 3)),
+            "3 per-index scales for dim 1 of extent 5",
+        ),
+        (with(q, along(0, 0)), "0 per-index scales"),
+        (with(q, along(2, 3)), "dim 2 of a rank-2 tensor"),
+        (
+            with(
+                Conversion::new(DType::C64, DType::C64).unwrap(),
+                along(0, 3),
+            ),
+            "no numeric conversion",
+        ),
+        (
+            with(q.affine(2.0, 1.0).unwrap(), along(0, 3)),
+            "give one or the other",
+        ),
+        (
+            Options::new().elem_size(4).per_index(along(0, 3)),
+            "without element types",
+        ),
+    ] {
+        conversion(compile(options), want);
+    }
+    // The reference checks the same.
+    let e = reference::relayout_per_index(
+        &src,
+        &[0f32; 15],
+        &dst,
+        &mut [0i8; 15],
+        q,
+        &along(1, 4),
+        None,
+    );
+    conversion(one_line(e), "4 per-index scales for dim 1 of extent 5");
+    // A map that fits compiles, the same type on both sides included.
+    let f32s = Conversion::new(DType::F32, DType::F32).unwrap();
+    assert!(compile_relayout_with(&src, &dst, with(f32s, along(1, 5))).is_ok());
+}
+
+#[test]
 fn slices_too_short() {
     let src = Layout::row_major(&[3, 5]).unwrap();
     let dst = Layout::parse("xla:f32[3,5]{1,0:T(2,2)}").unwrap(); // 24 slots
@@ -423,6 +495,29 @@ fn command_line_errors_are_one_line() {
         (
             &["apply", "--src", "cute:3:1", "--dst", "cute:3:1", "--to", "i8", "--scale", "inf"],
             "finite",
+        ),
+        (
+            &["apply", "--src", "cute:3:1", "--dst", "cute:3:1", "--to", "i8", "--scale", "1,2"],
+            "a list takes --along",
+        ),
+        (
+            &["check", "--src", "cute:(2,3):(3,1)", "--dst", "cute:(2,3):(1,2)", "--to", "i8",
+              "--scale", "1,2", "--along", "1"],
+            "2 per-index scales for dim 1 of extent 3",
+        ),
+        (
+            &["plan", "--src", "cute:(2,3):(3,1)", "--dst", "cute:(2,3):(1,2)", "--to", "i8",
+              "--scale", "1,2", "--along", "2"],
+            "dim 2 of a rank-2 tensor",
+        ),
+        (
+            &["apply", "--src", "cute:3:1", "--dst", "cute:3:1", "--to", "i8", "--scale", "1,2,3",
+              "--shift", "1", "--along", "0"],
+            "3 scales and 1 shifts",
+        ),
+        (
+            &["apply", "--src", "cute:3:1", "--dst", "cute:3:1", "--to", "i8", "--along", "0"],
+            "without --scale or --shift",
         ),
         (
             &["apply", "--src", "xla:f32[3]", "--dst", "xla:bf16[3]{0:T(4)}", "--pad-value", "1e40"],

@@ -511,6 +511,31 @@ mod tests {
     }
 
     #[test]
+    fn indices_stay_inside_the_per_index_map() {
+        use crate::convert::{Conversion, PerIndex};
+        use crate::dtype::DType;
+        let (src, dst) = (
+            Layout::row_major(&[6, 40]).unwrap(),
+            Layout::col_major(&[6, 40]).unwrap(),
+        );
+        let c = Conversion::new(DType::F32, DType::I8).unwrap();
+        let rows = PerIndex::new(0, &[1.0; 6], &[]).unwrap();
+        let per_index =
+            Plan::converting_per_index(&src, &dst, c, rows, Tactics::default(), Target::host())
+                .unwrap();
+        assert_eq!(
+            rule_after(per_index.clone(), |p| p.regions[0].index_base += 1),
+            Rule::Index
+        );
+        assert_eq!(rule_after(per_index, |p| p.per_index = None), Rule::Index);
+        // A plan without a map carries no index.
+        assert_eq!(
+            rule_after(transpose_plan(), |p| p.regions[0].index_base = 1),
+            Rule::Index
+        );
+    }
+
+    #[test]
     fn zips_keep_their_strip_rules() {
         let zip = plan(
             &Layout::parse("morello:[64] [0]").unwrap(),

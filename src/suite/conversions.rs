@@ -1,8 +1,9 @@
 //! The suite's relayouts that convert element types on the way: the jobs that pack weights
-//! and activations for compute (f32 → bf16 or i8 into a blocked layout) and back.
+//! and activations for compute (f32 → bf16, or i8 with per-row scales, into a blocked layout)
+//! and back.
 
 use super::{case, Size};
-use crate::convert::Conversion;
+use crate::convert::{Conversion, PerIndex};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::layout::Layout;
@@ -21,6 +22,8 @@ pub struct ConversionCase {
     pub dst: String,
     /// The conversion (its source type is the source buffer's).
     pub conversion: Conversion,
+    /// The per-index affine map on the way, if the case has one (per-row scales of weights).
+    pub per_index: Option<PerIndex>,
 }
 
 impl ConversionCase {
@@ -40,6 +43,8 @@ impl ConversionCase {
 /// let first = &cases[0];
 /// assert_eq!(first.name, "nchw_f32_to_nhwc_bf16");
 /// assert_eq!(first.conversion.to_type(), DType::BF16);
+/// let weights = cases.iter().find(|c| c.name == "weights_f32_to_i8_o16").unwrap();
+/// assert_eq!(weights.per_index.as_ref().map(|m| m.dim()), Some(0)); // per-row scales
 /// # Ok::<(), relayout::Error>(())
 /// ```
 pub fn conversion_cases(size: Size) -> Result<Vec<ConversionCase>> {
@@ -54,6 +59,11 @@ pub fn conversion_cases(size: Size) -> Result<Vec<ConversionCase>> {
     // as NCHW16c packs channels): element (o, i) at (o / 16)·16·in + i·16 + o % 16.
     let weights = format!("cute:({out},{inner}):({inner},1)");
     let blocked = format!("cute:((16,{}),{inner}):((1,{}),16)", out / 16, 16 * inner);
+    // Symmetric per-row quantization: one scale per output channel (127 over a made-up row
+    // maximum between 1 and 4), no zero points.
+    let row_scales: Vec<f64> = (0..out)
+        .map(|o| 127.0 / (1.0 + (o % 13) as f64 / 4.0))
+        .collect();
     Ok(vec![
         ConversionCase {
             name: "nchw_f32_to_nhwc_bf16",
@@ -61,6 +71,7 @@ pub fn conversion_cases(size: Size) -> Result<Vec<ConversionCase>> {
             src: nchw.src,
             dst: nchw.dst,
             conversion: to(DType::F32, DType::BF16)?,
+            per_index: None,
         },
         ConversionCase {
             name: "nhwc_bf16_to_nchw_f32",
@@ -68,6 +79,7 @@ pub fn conversion_cases(size: Size) -> Result<Vec<ConversionCase>> {
             src: nhwc.src,
             dst: nhwc.dst,
             conversion: to(DType::BF16, DType::F32)?,
+            per_index: None,
         },
         ConversionCase {
             name: "f32_to_bf16_xla_tiles",
@@ -75,13 +87,15 @@ pub fn conversion_cases(size: Size) -> Result<Vec<ConversionCase>> {
             src: format!("xla:f32[{rows},{cols}]{{1,0}}"),
             dst: format!("xla:bf16[{rows},{cols}]{{1,0:T(8,128)(2,1)}}"),
             conversion: to(DType::F32, DType::BF16)?,
+            per_index: None,
         },
         ConversionCase {
             name: "weights_f32_to_i8_o16",
-            about: "quantize f32 weights to i8, 16 output channels innermost",
+            about: "quantize f32 weights to i8 with per-row scales, 16 output channels innermost",
             src: weights,
             dst: blocked,
-            conversion: to(DType::F32, DType::I8)?.affine(50.0, 0.0)?,
+            conversion: to(DType::F32, DType::I8)?,
+            per_index: Some(PerIndex::new(0, &row_scales, &[])?),
         },
     ])
 }

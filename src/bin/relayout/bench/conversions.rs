@@ -5,7 +5,9 @@
 //! side), memcpy of the larger side's bytes and the naive per-element loop.
 
 use relayout::suite::PageAligned;
-use relayout::{compile_relayout_with, reference, Conversion, Element, Error, Layout, Options};
+use relayout::{
+    compile_relayout_with, reference, Conversion, Element, Error, Layout, Options, PerIndex,
+};
 
 use super::{human_bytes, parallel_copy, significant, write_row, Format};
 use crate::timing;
@@ -16,6 +18,8 @@ pub struct ConversionJob {
     pub src: Layout,
     pub dst: Layout,
     pub conversion: Conversion,
+    /// The per-index affine map on the way, if any.
+    pub per_index: Option<PerIndex>,
 }
 
 /// Column names of `--format tsv`, in order.
@@ -140,15 +144,23 @@ fn measure_as<S: Element, D: Element>(
     let c = job.conversion;
     // Tuned, as the other rows of `relayout bench` are (the runs before timing finish it).
     let options = Options::new().threads(threads).tune(true);
-    let fused = compile_relayout_with(&job.src, &job.dst, options.clone().convert(c))?;
+    let converting = |o: Options| match &job.per_index {
+        Some(map) => o.convert(c).per_index(map.clone()),
+        None => o.convert(c),
+    };
+    let fused = compile_relayout_with(&job.src, &job.dst, converting(options.clone()))?;
     let relayout = compile_relayout_with(&job.src, &job.dst, options.clone().dtype(c.from_type()))?;
     let widens = c.to_type().size() > c.from_type().size();
     let wider = if widens { c.to_type() } else { c.from_type() };
     let plain = compile_relayout_with(&job.src, &job.dst, options.clone().dtype(wider))?;
     // The second pass converts the whole destination buffer, in place of nothing: a converting
-    // copy of its slots (the fastest pass relayout has for it).
+    // copy of its slots (the fastest pass relayout has for it), or, with a per-index map, of
+    // its elements in their layout (where each one's index is known).
     let flat = Layout::row_major(&[job.dst.cosize().max(1)])?;
-    let second = compile_relayout_with(&flat, &flat, options.clone().convert(c))?;
+    let second = match job.per_index {
+        Some(_) => compile_relayout_with(&job.dst, &job.dst, converting(options.clone()))?,
+        None => compile_relayout_with(&flat, &flat, options.clone().convert(c))?,
+    };
     let src = PageAligned::from_fn(job.src.cosize(), |i| S::from_bits(i as u64));
     let mut middle = PageAligned::filled(job.dst.cosize().max(1), S::from_bits(0));
     let mut dst = PageAligned::filled(job.dst.cosize().max(1), D::from_bits(u64::MAX));
@@ -178,7 +190,7 @@ fn measure_as<S: Element, D: Element>(
     }
     let compiles = (0..super::COMPILES)
         .map(|_| {
-            let fresh = options.clone().convert(c).cache(false);
+            let fresh = converting(options.clone()).cache(false);
             Ok(compile_relayout_with(&job.src, &job.dst, fresh)?.compile_micros())
         })
         .collect::<Result<Vec<f64>, Error>>()?;
@@ -196,7 +208,12 @@ fn measure_as<S: Element, D: Element>(
             parallel_copy(&copy_from, &mut copy_to, threads);
             Ok(())
         }
-        _ => reference::relayout_converted(&job.src, &src, &job.dst, &mut dst, c, None),
+        _ => match &job.per_index {
+            Some(map) => {
+                reference::relayout_per_index(&job.src, &src, &job.dst, &mut dst, c, map, None)
+            }
+            None => reference::relayout_converted(&job.src, &src, &job.dst, &mut dst, c, None),
+        },
     })?;
     Ok(Row {
         case: job.name.clone(),

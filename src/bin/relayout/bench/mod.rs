@@ -280,7 +280,7 @@ impl BenchArgs {
                 dst.dtype,
             )?;
             let conversion = self.convert.conversion(from.dtype(), to.dtype())?;
-            if conversion.is_identity() {
+            if conversion.is_identity() && self.convert.along.is_none() {
                 return Ok(None);
             }
             return Ok(Some(vec![ConversionJob {
@@ -288,6 +288,7 @@ impl BenchArgs {
                 src: src.layout,
                 dst: dst.layout,
                 conversion,
+                per_index: self.convert.per_index()?,
             }]));
         }
         if self.convert.any() {
@@ -312,6 +313,7 @@ impl BenchArgs {
                     src,
                     dst,
                     conversion: case.conversion,
+                    per_index: case.per_index,
                 })
             })
             .collect::<Result<Vec<_>, Error>>()
@@ -407,9 +409,15 @@ fn list(size: Size) -> Result<(), Error> {
     println!("\nconverting cases (--conversions):");
     for case in suite::conversion_cases(size)? {
         let c = case.conversion;
-        let scale = match c.scale_shift() {
-            Some((scale, shift)) => format!(" --scale {scale} --shift {shift}"),
-            None => String::new(),
+        let scale = match (c.scale_shift(), &case.per_index) {
+            (Some((scale, shift)), _) => format!(" --scale {scale} --shift {shift}"),
+            // Too many values to print: the lists are the library's suite's.
+            (None, Some(map)) => format!(
+                " --along {} (and {} per-index scales)",
+                map.dim(),
+                map.len()
+            ),
+            (None, None) => String::new(),
         };
         println!(
             "{:<22} {}  {}\n    --src '{}' --dst '{}' --dtype {} --to {}{scale}",
