@@ -60,7 +60,7 @@ static KERNELS: Cache<(Layout, Layout, Options), Relayout> = Cache::new();
 pub fn cached(py: Python<'_>, src: &Layout, dst: &Layout, options: Options) -> PyResult<Relayout> {
     let key = (src.clone(), dst.clone(), options);
     KERNELS.get(py, key, |(src, dst, options)| {
-        compile_relayout_with(src, dst, *options)
+        compile_relayout_with(src, dst, options.clone())
     })
 }
 
@@ -218,7 +218,7 @@ impl Kernel {
         if let Some(k) = self.fresh.get() {
             return Ok(k);
         }
-        let options = for_fresh(self.options, true);
+        let options = for_fresh(self.options.clone(), true);
         let (src, dst) = (&self.src.layout, &self.dst.layout);
         let k = py
             .detach(|| compile_relayout_with(src, dst, options))
@@ -350,7 +350,9 @@ pub fn compile(
         options = options.pad_bits(pad.bits);
     }
     let (s, d) = (&src.layout, &dst.layout);
-    let relayout = py.detach(|| compile_relayout_with(s, d, options)).or_py()?;
+    let relayout = py
+        .detach(|| compile_relayout_with(s, d, options.clone()))
+        .or_py()?;
     Ok(Kernel {
         relayout,
         fresh: OnceLock::new(),
