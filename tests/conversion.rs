@@ -683,6 +683,20 @@ fn per_index_maps_index_swizzled_and_broadcast_layouts() {
 }
 
 #[test]
+fn the_suites_converting_cases_match_the_reference() {
+    let cases = relayout::suite::conversion_cases(relayout::suite::Size::Reduced).unwrap();
+    assert!(
+        cases.iter().any(|c| c.per_index.is_some()),
+        "per-row weights"
+    );
+    for case in cases {
+        let (src, dst) = case.layouts().unwrap();
+        let map = case.per_index.as_ref();
+        check_sized_map(&src, &dst, case.conversion, map, None, None);
+    }
+}
+
+#[test]
 fn a_conversion_to_the_same_type_is_a_plain_relayout() {
     let (src, dst) = (
         Layout::row_major(&[8, 8]).unwrap(),

@@ -438,3 +438,55 @@ fn conversions_write_the_destination_type() {
     .unwrap();
     assert_eq!(npy_data(&std::fs::read(&q).unwrap(), "|i1", 24 * 40), want);
 }
+
+#[test]
+fn per_index_maps_convert_in_slabs_too() {
+    use relayout::{reference::relayout_per_index, Conversion, DType, PerIndex};
+    let dir = Dir::new();
+    let (plain, col) = ("xla:f32[24,40]{1,0}", "cute:(24,40):(1,24)");
+    let data = pattern_bytes(24 * 40, 4);
+    let a = dir.write("a.npy", &npy_bytes("<f4", &[24, 40], false, &data));
+    let input: Vec<u32> = data
+        .chunks(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let (src, dst) = (Layout::parse(plain).unwrap(), Layout::parse(col).unwrap());
+    let c = Conversion::new(DType::F32, DType::I8).unwrap();
+    for dim in [0, 1] {
+        let n = src.shape()[dim];
+        let scales: Vec<f64> = (0..n).map(|i| 0.25 + i as f64 / 8.0).collect();
+        let shifts: Vec<f64> = (0..n).map(|i| i as f64 - 3.0).collect();
+        let join = |v: &[f64]| v.iter().map(f64::to_string).collect::<Vec<_>>().join(",");
+        let (scale_list, shift_list) = (join(&scales), join(&shifts));
+        let map = PerIndex::new(dim, &scales, &shifts).unwrap();
+        let mut want = vec![0u8; 24 * 40];
+        relayout_per_index(&src, &input, &dst, &mut want, c, &map, None).unwrap();
+        for slab in ["640", "1000000000"] {
+            let q = dir.path("q.npy");
+            let along = dim.to_string();
+            convert(
+                &[
+                    "--src",
+                    plain,
+                    "--dst",
+                    col,
+                    "--to",
+                    "i8",
+                    "--scale",
+                    &scale_list,
+                    "--shift",
+                    &shift_list,
+                    "--along",
+                    &along,
+                    "--slab-bytes",
+                    slab,
+                    s(&a),
+                    s(&q),
+                ],
+                true,
+            );
+            let got = npy_data(&std::fs::read(&q).unwrap(), "|i1", 24 * 40);
+            assert_eq!(got, want, "along {dim}, slabs of {slab} bytes");
+        }
+    }
+}
