@@ -683,6 +683,34 @@ fn per_index_maps_index_swizzled_and_broadcast_layouts() {
 }
 
 #[test]
+fn per_index_maps_in_chunked_copies_and_on_threads() {
+    let long = Layout::row_major(&[3, 30000]).unwrap();
+    let transposed = Layout::col_major(&[96, 700]).unwrap();
+    let c = convert(DType::F32, DType::I8);
+    for dim in [0, 1] {
+        // A copy long enough to be cut into chunks, whose chunks carry the index on.
+        let map = map_along(&long, dim, 9);
+        check_sized_map(&long, &long, c, Some(&map), None, None);
+        // Split between threads: each part starts its table pointer at its own outer step.
+        let src = Layout::row_major(&[96, 700]).unwrap();
+        let map = map_along(&src, dim, 5);
+        let input: Vec<f32> = (0..src.cosize()).map(|i| i as f32 / 37.0 - 900.0).collect();
+        let mut want = vec![0i8; transposed.cosize()];
+        reference::relayout_per_index(&src, &input, &transposed, &mut want, c, &map, None).unwrap();
+        let options = Options::new()
+            .convert(c)
+            .per_index(map)
+            .threads(3)
+            .min_bytes_per_thread(1);
+        let r = compile_relayout_with(&src, &transposed, options).unwrap();
+        assert_eq!(r.threads(), 3);
+        let mut got = vec![0i8; transposed.cosize()];
+        r.run(&input, &mut got).unwrap();
+        assert_eq!(got, want, "along {dim}");
+    }
+}
+
+#[test]
 fn the_suites_converting_cases_match_the_reference() {
     let cases = relayout::suite::conversion_cases(relayout::suite::Size::Reduced).unwrap();
     assert!(
