@@ -190,7 +190,8 @@ impl Emitter<'_> {
         route: Route,
         vs: &[Value],
         n: usize,
-        (d, at): (Value, i64),
+        d: Value,
+        at: i64,
         index: LaneIndex,
     ) {
         let out = self.convert(route, vs, n, index);
@@ -239,7 +240,7 @@ impl Emitter<'_> {
                 self.b.ins().scalar_to_vector(int_vector(bits), x)
             }
         };
-        self.store_converted(route, &[v], 1, (d, 0), LaneIndex::HERE);
+        self.store_converted(route, &[v], 1, d, 0, LaneIndex::HERE);
     }
 
     /// The destination bytes of the first `n` source elements of `v`, in 16-byte vectors (the

@@ -123,7 +123,7 @@ impl Emitter<'_> {
                 })
                 .collect();
             if !loaded.is_empty() {
-                e.store_converted(route, &loaded, vectors * lanes, (d, 0), index);
+                e.store_converted(route, &loaded, vectors * lanes, d, 0, index);
             }
         };
         self.fixed_loop(blocks, s, d, |e, s, d| block(e, s, d, unroll));
@@ -400,7 +400,7 @@ impl Emitter<'_> {
             }
         }
         for (regs, at, index) in rows {
-            self.store_vectors(&regs, group * lanes, (d, at * self.dst_size), index);
+            self.store_vectors(&regs, group * lanes, d, at * self.dst_size, index);
         }
     }
 

@@ -98,7 +98,7 @@ pub(crate) fn build(
         let extent = region.outer_extent() as i64;
         let lo = e.clamp_range(begin, first, extent);
         let hi = e.clamp_range(end, first, extent);
-        e.region(region, src, dst, lo, hi);
+        e.indexed_by(region.index_base, |e| e.region(region, src, dst, lo, hi));
         first += extent;
     }
     e.b.ins().return_(&[]);
@@ -207,14 +207,8 @@ impl Emitter<'_> {
     }
 
     /// One region: its outermost loop over `[lo, hi)`, the rest of its nest inside.
+    /// The table pointer, if any, is at the region's first index.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
-        self.indexed_by(region.index_base, |e| {
-            e.region_loops(region, src, dst, lo, hi)
-        });
-    }
-
-    /// The loops of [`Emitter::region`], the table pointer at the region's first index.
-    fn region_loops(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
         let (s, d) = self.advance(src, dst, (region.src_base, region.dst_base));
         match (&region.indexed, region.loops.split_first()) {
             (Some(ix), _) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, i, s, d| {
@@ -232,14 +226,14 @@ impl Emitter<'_> {
             (None, Some((outer, inner))) => {
                 let s = self.scaled_start(s, lo, outer.src_stride * self.src_size);
                 let d = self.scaled_start(d, lo, outer.dst_stride * self.dst_size);
-                if let Some(t) = self.table {
-                    let t = self.scaled_start(t, lo, outer.index_stride * self.index_bytes);
-                    self.table = Some(t);
-                }
+                let saved = self.table;
+                self.table =
+                    saved.map(|t| self.scaled_start(t, lo, outer.index_stride * self.index_bytes));
                 let strides = (outer.src_stride, outer.dst_stride, outer.index_stride);
                 self.counted_loop(lo, hi, s, d, strides, |e, _, s, d| {
                     e.nest(inner, region.kernel, s, d)
                 });
+                self.table = saved;
             }
             (None, None) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, _, s, d| {
                 e.nest(&[], region.kernel, s, d)

@@ -284,7 +284,7 @@ impl Emitter<'_> {
     pub(super) fn shuffle_tile(&mut self, tile: &Tile, s: Value, d: Value) {
         let lanes = VECTOR_BYTES / self.src_size as usize;
         for (reg, at, index) in self.shuffled(tile, s) {
-            self.store_vectors(&[reg], lanes, (d, at * self.dst_size), index);
+            self.store_vectors(&[reg], lanes, d, at * self.dst_size, index);
         }
     }
 
@@ -331,7 +331,8 @@ impl Emitter<'_> {
         &mut self,
         regs: &[Value],
         n: usize,
-        (d, at): (Value, i64),
+        d: Value,
+        at: i64,
         index: Option<LaneIndex>,
     ) {
         match self.route {
@@ -340,7 +341,7 @@ impl Emitter<'_> {
                     (Some(_), None) => unreachable!("the planner gives per-index maps no zips"),
                     (_, index) => index.unwrap_or(LaneIndex::HERE),
                 };
-                self.store_converted(route, regs, n, (d, at), index)
+                self.store_converted(route, regs, n, d, at, index)
             }
             None => {
                 for (k, &reg) in regs.iter().enumerate() {
