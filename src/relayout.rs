@@ -103,15 +103,16 @@ impl Options {
         Options::default()
     }
 
-    /// Elements of this type's size. Types that kernels do not move yet (the sub-byte types and
-    /// `c128`, see [`DType::elem_size`]) fail when compiling, naming the type.
+    /// Elements of this type: of its size, packed several to a byte for the sub-byte types
+    /// ([`DType::packed`]; [`Relayout::run`] then takes the packed bytes), or, for `c128`, as
+    /// two 8-byte halves ([`Relayout::run`] on `f64`/`u64` slices twice as long).
     ///
     /// ```
-    /// use relayout::{compile_relayout_with, DType, Error, Layout, Options};
+    /// use relayout::{compile_relayout_with, DType, Layout, Options};
     ///
     /// let l = Layout::row_major(&[4, 4])?;
-    /// let err = compile_relayout_with(&l, &l, Options::new().dtype(DType::I4)).unwrap_err();
-    /// assert!(matches!(err, Error::Unsupported(_)) && err.to_string().contains("i4"));
+    /// let r = compile_relayout_with(&l, &l, Options::new().dtype(DType::I4))?;
+    /// assert_eq!(r.plan().dst_bytes(), 8);
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn dtype(self, dtype: DType) -> Options {
@@ -198,14 +199,14 @@ impl Options {
     /// ```
     /// use relayout::{compile_relayout_with, DType, Layout, Options};
     ///
-    /// let src = Layout::row_major(&[1])?;
-    /// let dst = Layout::from_strides(&[1], &[2])?; // one element, then a padding slot
+    /// let src = Layout::row_major(&[2])?;
+    /// let dst = Layout::from_strides(&[2], &[2])?; // slots 0 and 2; slot 1 is padding
     /// let pad = 1.5f64.to_bits() as u128 | ((-2.0f64).to_bits() as u128) << 64;
     /// let options = Options::new().dtype(DType::C128).pad_bits_wide(pad);
     /// let r = compile_relayout_with(&src, &dst, options)?;
-    /// let mut out = [0.0f64; 4]; // two c128 slots, as halves
-    /// r.run(&[3.0f64, 4.0], &mut out)?;
-    /// assert_eq!(out, [3.0, 4.0, 1.5, -2.0]);
+    /// let mut out = [0.0f64; 6]; // three c128 slots, as halves
+    /// r.run(&[1.0f64, 2.0, 3.0, 4.0], &mut out)?; // 1+2i, 3+4i
+    /// assert_eq!(out, [1.0, 2.0, 1.5, -2.0, 3.0, 4.0]);
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn pad_bits_wide(self, bits: u128) -> Options {
