@@ -4,22 +4,23 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+use crate::plan::Packed;
 
 /// The element type of a tensor: XLA's primitive types, under the names the command line uses.
 ///
 /// relayout moves bits, so a kernel only cares about the size of an element; the type decides
-/// how the command line writes and prints values. Kernels move elements of 1, 2, 4 or 8 bytes
-/// ([`DType::elem_size`]); the sub-byte types and [`DType::C128`] parse and print, and their
-/// layouts have offsets, but they do not relayout yet.
+/// how the command line writes and prints values. Every type relayouts: elements of 1, 2, 4 and
+/// 8 bytes as they are, `c128` (16 bytes) as two 8-byte halves, and the sub-byte types packed
+/// several to a byte ([`DType::packed`], in XLA's bit order: see [`crate::packing`]).
 ///
 /// ```
-/// use relayout::DType;
+/// use relayout::{plan::Packed, DType};
 ///
 /// let t: DType = "f8e4m3fn".parse()?;
 /// assert_eq!((t.bits(), t.size()), (8, 1));
 /// assert_eq!(DType::C64.size(), 8);
 /// assert_eq!(DType::I4.bits(), 4);
-/// assert!(DType::I4.elem_size().is_err()); // not yet
+/// assert_eq!(DType::I4.packed(), Some(Packed::FOUR_BITS));
 /// # Ok::<(), relayout::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -147,19 +148,13 @@ impl DType {
         self.bits().div_ceil(8) as usize
     }
 
-    /// The element size in bytes that a relayout kernel moves for this type (the size
-    /// [`Options::elem_size`](crate::Options::elem_size) takes): [`DType::size`] for types of
-    /// 1, 2, 4 or 8 bytes.
-    ///
-    /// Fails with [`Error::Unsupported`], naming the type, for the sub-byte types (`i2 i4 u2 u4
-    /// f4e2m1fn`) and for `c128`: kernels for them are not written yet.
-    pub fn elem_size(self) -> Result<usize> {
+    /// How elements of a sub-byte type pack into bytes when a relayout moves them (two 4-bit
+    /// or four 2-bit elements to a byte); `None` for the types of whole bytes.
+    pub fn packed(self) -> Option<Packed> {
         match self.bits() {
-            8 | 16 | 32 | 64 => Ok(self.size()),
-            bits => Err(Error::Unsupported(format!(
-                "relayouts of {self} elements ({bits} bits each); kernels move elements of 1, 2, \
-                 4 or 8 bytes"
-            ))),
+            4 => Some(Packed::FOUR_BITS),
+            2 => Some(Packed::TWO_BITS),
+            _ => None,
         }
     }
 
@@ -257,18 +252,12 @@ mod tests {
     }
 
     #[test]
-    fn kernels_move_whole_elements_of_one_to_eight_bytes() {
+    fn sub_byte_types_pack_and_the_others_do_not() {
         for t in DType::ALL {
-            match t.elem_size() {
-                Ok(bytes) => assert_eq!(bytes * 8, t.bits() as usize, "{t}"),
-                Err(Error::Unsupported(message)) => {
-                    assert!(matches!(t.bits(), 2 | 4 | 128), "{t}");
-                    assert!(message.contains(&format!("{t} elements")), "{message}");
-                }
-                Err(e) => panic!("{t}: {e}"),
+            match t.packed() {
+                Some(p) => assert_eq!((p.bits(), t.size()), (t.bits(), 1), "{t}"),
+                None => assert_eq!(t.size() * 8, t.bits() as usize, "{t}"),
             }
         }
-        assert_eq!(DType::C64.elem_size(), Ok(8));
-        assert_eq!(DType::F8E4M3FN.elem_size(), Ok(1));
     }
 }

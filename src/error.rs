@@ -66,6 +66,23 @@ pub enum Error {
         /// Elements the slice holds.
         got: usize,
     },
+    /// A buffer of packed sub-byte elements shorter than the layout it is used with.
+    #[error(
+        "{which} buffer too short: the layout needs {elements} elements of {bits} bits, \
+         {needed} bytes packed, the slice has {got} bytes"
+    )]
+    PackedBufferTooShort {
+        /// `source` or `destination`.
+        which: &'static str,
+        /// Elements the layout needs (its cosize).
+        elements: usize,
+        /// Bits of each element.
+        bits: u32,
+        /// Bytes those elements take, packed.
+        needed: usize,
+        /// Bytes the slice holds.
+        got: usize,
+    },
     /// A kernel used with elements of another size than it was compiled for, or a conflicting
     /// element type.
     #[error("element type mismatch: {0}")]

@@ -101,6 +101,7 @@ pub mod layout;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
 pub mod notation;
+pub mod packing;
 pub mod plan;
 pub mod reference;
 mod relayout;

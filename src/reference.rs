@@ -7,6 +7,7 @@
 use crate::convert::{Conversion, PerIndex};
 use crate::error::{Error, Result};
 use crate::layout::{check_pair, for_each_coord, Layout};
+use crate::packing;
 use crate::relayout::Element;
 
 /// Copies every element of `src` (laid out by `src_layout`) to its place in `dst` (laid out by
@@ -142,6 +143,52 @@ fn check_sizes<S: Element, D: Element>(conversion: Conversion) -> Result<()> {
             )));
         }
     }
+    Ok(())
+}
+
+/// [`relayout`] for elements of `bits` bits (2 or 4) packed several to a byte, in XLA's bit
+/// order (see [`crate::packing`]): `src` and `dst` are the packed bytes, and must hold each
+/// layout's [`Layout::cosize`] elements ([`packing::bytes_for`] bytes). With `pad = Some(v)`,
+/// every element slot of the destination that holds no element is set to `v` (its low `bits`
+/// bits) first; with `None`, those slots are left alone.
+///
+/// ```
+/// use relayout::{reference::relayout_packed, Layout};
+///
+/// let src = Layout::row_major(&[2, 2])?;
+/// let dst = Layout::col_major(&[2, 2])?;
+/// let mut b = [0u8; 2];
+/// relayout_packed(&src, &[0x12, 0x34], &dst, &mut b, 4, None)?; // elements 1 2 / 3 4
+/// assert_eq!(b, [0x13, 0x24]);
+/// # Ok::<(), relayout::Error>(())
+/// ```
+pub fn relayout_packed(
+    src_layout: &Layout,
+    src: &[u8],
+    dst_layout: &Layout,
+    dst: &mut [u8],
+    bits: u32,
+    pad: Option<u8>,
+) -> Result<()> {
+    packing::check_bits(bits)?;
+    check_pair(src_layout, dst_layout)?;
+    for (which, layout, len) in [
+        ("source", src_layout, src.len()),
+        ("destination", dst_layout, dst.len()),
+    ] {
+        packing::check_len(which, layout.cosize(), bits, len)?;
+    }
+    if let Some(v) = pad {
+        for i in 0..dst_layout.cosize() {
+            packing::set(dst, i, bits, v);
+        }
+    }
+    let (src_start, dst_start) = (src_layout.buffer_start(), dst_layout.buffer_start());
+    for_each_coord(src_layout.shape(), |x| {
+        let from = (src_layout.offset_unchecked(x) - src_start) as usize;
+        let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
+        packing::set(dst, to, bits, packing::get(src, from, bits));
+    });
     Ok(())
 }
 

@@ -9,7 +9,8 @@ use crate::dtype::DType;
 use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::plan::{BlockWrite, Blocking, LargeWrites, Plan, Tactics, Tiling, Walk};
+use crate::packing;
+use crate::plan::{BlockWrite, Blocking, LargeWrites, Packed, Plan, Tactics, Tiling, Walk};
 use crate::target::Target;
 use crate::tune::Tuner;
 
@@ -70,7 +71,8 @@ pub struct Options {
     conversion: Option<Conversion>,
     /// The per-index affine map named with [`Options::per_index`].
     per_index: Option<PerIndex>,
-    pad_bits: Option<u64>,
+    /// The pad element's bits (16-byte elements use all 128).
+    pad_bits: Option<u128>,
     /// Bytes of the pad value given with [`Options::pad_value`], checked against a converting
     /// relayout's destination elements when compiling.
     pad_size: Option<usize>,
@@ -107,15 +109,16 @@ impl Options {
         Options::default()
     }
 
-    /// Elements of this type's size. Types that kernels do not move yet (the sub-byte types and
-    /// `c128`, see [`DType::elem_size`]) fail when compiling, naming the type.
+    /// Elements of this type: of its size, packed several to a byte for the sub-byte types
+    /// ([`DType::packed`]; [`Relayout::run`] then takes the packed bytes), or, for `c128`, as
+    /// two 8-byte halves ([`Relayout::run`] on `f64`/`u64` slices twice as long).
     ///
     /// ```
-    /// use relayout::{compile_relayout_with, DType, Error, Layout, Options};
+    /// use relayout::{compile_relayout_with, DType, Layout, Options};
     ///
     /// let l = Layout::row_major(&[4, 4])?;
-    /// let err = compile_relayout_with(&l, &l, Options::new().dtype(DType::I4)).unwrap_err();
-    /// assert!(matches!(err, Error::Unsupported(_)) && err.to_string().contains("i4"));
+    /// let r = compile_relayout_with(&l, &l, Options::new().dtype(DType::I4))?;
+    /// assert_eq!(r.plan().dst_bytes(), 8);
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn dtype(self, dtype: DType) -> Options {
@@ -194,29 +197,54 @@ impl Options {
     }
 
     /// Write `value` to every padding slot of the destination (slots that hold no element);
-    /// also sets the element size to `T`'s, unless the relayout converts
+    /// for `c128` elements, an 8-byte `value` is the real part (the imaginary part is 0).
+    /// Also sets the element size to `T`'s, unless the elements are `c128` or the relayout converts
     /// ([`Options::convert`]): then `value` is a destination element, and compiling fails
     /// unless `T` is of the destination type's size.
     pub fn pad_value<T: Element>(self, value: T) -> Options {
         let elem_size = std::mem::size_of::<T>();
         if self.conversion.is_some() {
             return Options {
-                pad_bits: Some(value.to_bits()),
+                pad_bits: Some(value.to_bits() as u128),
                 pad_size: Some(elem_size),
                 ..self
             };
+        }
+        if self.elem_size == WIDE_ELEMENT && elem_size == WIDE_ELEMENT / 2 {
+            // A real pad value for 16-byte complex elements: its imaginary part is 0.
+            return self.pad_bits(value.to_bits());
         }
         Options {
             pad_size: Some(elem_size),
             elem_size,
             dtype: self.dtype.filter(|d| d.size() == elem_size),
-            pad_bits: Some(value.to_bits()),
+            pad_bits: Some(value.to_bits() as u128),
             ..self
         }
     }
 
     /// Write the element with these bits (low bytes) to every padding slot of the destination.
     pub fn pad_bits(self, bits: u64) -> Options {
+        self.pad_bits_wide(bits as u128)
+    }
+
+    /// [`Options::pad_bits`] for elements of up to 16 bytes (`c128`: the real part's bits
+    /// low, the imaginary part's high).
+    ///
+    /// ```
+    /// use relayout::{compile_relayout_with, DType, Layout, Options};
+    ///
+    /// let src = Layout::row_major(&[2])?;
+    /// let dst = Layout::from_strides(&[2], &[2])?; // slots 0 and 2; slot 1 is padding
+    /// let pad = 1.5f64.to_bits() as u128 | ((-2.0f64).to_bits() as u128) << 64;
+    /// let options = Options::new().dtype(DType::C128).pad_bits_wide(pad);
+    /// let r = compile_relayout_with(&src, &dst, options)?;
+    /// let mut out = [0.0f64; 6]; // three c128 slots, as halves
+    /// r.run(&[1.0f64, 2.0, 3.0, 4.0], &mut out)?; // 1+2i, 3+4i
+    /// assert_eq!(out, [1.0, 2.0, 1.5, -2.0, 3.0, 4.0]);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn pad_bits_wide(self, bits: u128) -> Options {
         Options {
             pad_bits: Some(bits),
             ..self
@@ -335,6 +363,33 @@ impl Options {
     }
 }
 
+/// The bytes of a slice of packed elements: a slice of 1-byte elements.
+fn bytes_of<T: Element>(slice: &[T]) -> Result<&[u8]> {
+    check_byte_slice::<T>()?;
+    // SAFETY: `T` is a 1-byte plain integer (`u8` or `i8`), which has the layout of `u8`.
+    Ok(unsafe { std::slice::from_raw_parts(slice.as_ptr().cast(), slice.len()) })
+}
+
+/// [`bytes_of`] for a mutable slice.
+fn bytes_of_mut<T: Element>(slice: &mut [T]) -> Result<&mut [u8]> {
+    check_byte_slice::<T>()?;
+    // SAFETY: as in `bytes_of`; the borrow of `slice` moves into the result.
+    Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_mut_ptr().cast(), slice.len()) })
+}
+
+fn check_byte_slice<T: Element>() -> Result<()> {
+    match std::mem::size_of::<T>() {
+        1 => Ok(()),
+        size => Err(Error::ElementType(format!(
+            "this relayout moves packed sub-byte elements, run on their bytes (u8 or i8 \
+             slices), called with {size}-byte elements"
+        ))),
+    }
+}
+
+/// Bytes of the elements that move as two 8-byte halves (`c128`).
+const WIDE_ELEMENT: usize = 16;
+
 /// Destination bytes each thread should have at least, unless the options say otherwise: below
 /// that, handing work to another thread costs more than it saves (on a 2-core VM, a 256 KiB
 /// transpose ran at a third of its one-thread speed on two), so small relayouts use fewer.
@@ -380,11 +435,7 @@ pub fn compile_relayout(src: &Layout, dst: &Layout) -> Result<Relayout> {
 /// was compiled before (same layouts, element size, tactics and target) returns the cached
 /// kernel.
 pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Result<Relayout> {
-    if let Some(dtype) = options.dtype {
-        dtype.elem_size()?;
-    }
     if let Some(c) = options.conversion {
-        c.to_type().elem_size()?;
         if let Some(size) = options.pad_size.filter(|&s| s != c.to_type().size()) {
             return Err(Error::Conversion(format!(
                 "a pad value of {size} bytes for {c}: the pad value is a destination element, \
@@ -405,11 +456,22 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         };
         conversion = Some(c);
     }
+    let packed = options.dtype.and_then(DType::packed);
+    // 16-byte elements move as their two 8-byte halves.
+    let (src, dst, elem_size) = match options.elem_size {
+        WIDE_ELEMENT => (
+            src.split_elements(2)?,
+            dst.split_elements(2)?,
+            WIDE_ELEMENT / 2,
+        ),
+        size => (src.clone(), dst.clone(), size),
+    };
     let engine = Engine::global();
     let mut request = Request {
-        src: src.clone(),
-        dst: dst.clone(),
-        elem_size: options.elem_size,
+        src,
+        dst,
+        elem_size,
+        packed,
         conversion,
         per_index: options.per_index.clone(),
         tactics: Tactics::default(),
@@ -423,10 +485,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     let remembered = tune.then(|| engine.remembered(&key)).flatten();
     request.tactics = options.tactics.or(remembered).unwrap_or_default();
     let (first, cache_hit) = engine.candidate(&request, options.cache)?;
-    let dst_bytes = first
-        .plan
-        .dst_len()
-        .saturating_mul(first.plan.dst_elem_size());
+    let dst_bytes = first.plan.dst_bytes();
     let large = dst_bytes >= options.target.stream_min_bytes;
     let alternatives = if tune && remembered.is_none() && large {
         engine.alternatives(&first, &request, options.cache)?
@@ -456,6 +515,9 @@ impl Relayout {
     /// set to the pad value of the [`Options`].
     pub fn run<S: Element, D: Element>(&self, src: &[S], dst: &mut [D]) -> Result<()> {
         let plan = self.plan();
+        if let Some(packed) = plan.packing() {
+            return self.run_packed(packed, bytes_of(src)?, bytes_of_mut(dst)?);
+        }
         for (which, compiled, called) in [
             ("source", plan.elem_size(), std::mem::size_of::<S>()),
             (
@@ -480,10 +542,37 @@ impl Relayout {
             }
         }
         if let Some(bits) = self.options.pad_bits {
-            dst[..plan.dst_len()].fill(D::from_bits(bits));
+            let dst = &mut dst[..plan.dst_len()];
+            match self.options.elem_size {
+                // Each element is two halves: the low 8 bytes, then the high.
+                WIDE_ELEMENT => dst.chunks_exact_mut(2).for_each(|pair| {
+                    pair[0] = D::from_bits(bits as u64);
+                    pair[1] = D::from_bits((bits >> 64) as u64);
+                }),
+                _ => dst.fill(D::from_bits(bits as u64)),
+            }
         }
         // SAFETY: the lengths were checked above; `&[T]` and `&mut [T]` cannot overlap.
         unsafe { self.launch(src.as_ptr().cast(), dst.as_mut_ptr().cast()) };
+        Ok(())
+    }
+
+    /// [`Relayout::run`] of packed sub-byte elements, on their bytes.
+    fn run_packed(&self, packed: Packed, src: &[u8], dst: &mut [u8]) -> Result<()> {
+        let plan = self.plan();
+        let bits = packed.bits();
+        packing::check_len("source", plan.src_len(), bits, src.len())?;
+        packing::check_len("destination", plan.dst_len(), bits, dst.len())?;
+        if let Some(pad) = self.options.pad_bits {
+            // Whole bytes of pad elements, then the elements of a last partial byte.
+            let whole = plan.dst_len() / packed.per_byte();
+            dst[..whole].fill(packing::repeated(pad as u8, bits));
+            for i in whole * packed.per_byte()..plan.dst_len() {
+                packing::set(dst, i, bits, pad as u8);
+            }
+        }
+        // SAFETY: the lengths were checked above; `&[u8]` and `&mut [u8]` cannot overlap.
+        unsafe { self.launch(src.as_ptr(), dst.as_mut_ptr()) };
         Ok(())
     }
 
@@ -568,7 +657,10 @@ impl Relayout {
     }
 
     fn threads_for(&self, plan: &Plan) -> usize {
-        let bytes = plan.dst_len().saturating_mul(plan.dst_elem_size());
+        if !plan.splits_by_bytes() {
+            return 1;
+        }
+        let bytes = plan.dst_bytes();
         self.options
             .threads
             .min(plan.work())

@@ -31,14 +31,20 @@ use crate::plan::Tactics;
 
 /// The first line of a tuning file.
 const HEADER: &str =
-    "# relayout tuning v1: cpu, threads, element bytes, target, source, destination, tactics";
+    "# relayout tuning v1: cpu, threads, elements, target, source, destination, tactics";
 
 /// The key of a choice as the file writes it: every field but the tactics, tab-separated.
 pub(crate) fn key_text(cpu: &str, key: &TuneKey) -> String {
     let r = &key.request;
+    // The elements: their bytes, their bits when packed, or the conversion.
+    let elements = match (r.conversion, r.packed) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(p)) => format!("{}-bit", p.bits()),
+        (None, None) => r.elem_size.to_string(),
+    };
     format!(
-        "{cpu}\t{}\t{}\t{}\t{}\t{}",
-        key.threads, r.elem_size, r.target, r.src, r.dst
+        "{cpu}\t{}\t{elements}\t{}\t{}\t{}",
+        key.threads, r.target, r.src, r.dst
     )
 }
 

@@ -30,6 +30,9 @@ enum Strips {
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`.
     pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
+        if let Some(packed) = self.packed {
+            return self.packed_kernel(packed, kernel, s, d);
+        }
         match kernel {
             Kernel::Element => self.element(s, d),
             Kernel::Copy {
@@ -164,7 +167,7 @@ impl Emitter<'_> {
     }
 
     /// Copies `bytes` contiguous bytes: a loop of 64-byte blocks when long, then the rest.
-    fn copy(&mut self, s: Value, d: Value, bytes: i64) {
+    pub(super) fn copy(&mut self, s: Value, d: Value, bytes: i64) {
         if bytes <= STRAIGHT_COPY_BYTES {
             return self.move_bytes(s, d, 0, bytes);
         }
@@ -230,18 +233,31 @@ impl Emitter<'_> {
                 }
             });
         }
-        let rest_a = a.with_extent(a.extent % lanes);
-        if rest_a.extent > 0 && whole_b > 0 {
-            let done = (whole_a * lanes) as i64;
+        self.tile_edges(a, b, whole_a * lanes, whole_b * lanes, s, d);
+    }
+
+    /// The elements of a transpose over `a` and `b` beyond its whole tiles, which cover the
+    /// first `done_a` steps of `a` and `done_b` of `b`: moved one by one.
+    pub(super) fn tile_edges(
+        &mut self,
+        a: Loop,
+        b: Loop,
+        done_a: usize,
+        done_b: usize,
+        s: Value,
+        d: Value,
+    ) {
+        let rest_a = a.with_extent(a.extent - done_a);
+        if rest_a.extent > 0 && done_b > 0 {
+            let done = done_a as i64;
             let (s, d) = self.advance(s, d, (done, done * a.dst_stride));
             self.indexed_by(done * a.index_stride, |e| {
-                let rest = [rest_a, b.with_extent(whole_b * lanes)];
-                e.nest(&rest, Kernel::Element, s, d);
+                e.nest(&[rest_a, b.with_extent(done_b)], Kernel::Element, s, d)
             });
         }
-        let rest_b = b.with_extent(b.extent % lanes);
+        let rest_b = b.with_extent(b.extent - done_b);
         if rest_b.extent > 0 {
-            let done = (whole_b * lanes) as i64;
+            let done = done_b as i64;
             let (s, d) = self.advance(s, d, (done * b.src_stride, done));
             self.indexed_by(done * b.index_stride, |e| {
                 e.nest(&[rest_b, a], Kernel::Element, s, d)
@@ -338,7 +354,14 @@ impl Emitter<'_> {
     /// call of the streaming routine: at runs of a cache line or two, a call per run would cost
     /// more than the stores (on a 2-core AMD EPYC VM, NHWC → NCHW16c in 64-byte runs moved 17 GB/s
     /// with a call per run and 28 with one call per four).
-    fn stream_copy(&mut self, routine: FuncRef, rows: Loop, len: usize, s: Value, d: Value) {
+    pub(super) fn stream_copy(
+        &mut self,
+        routine: FuncRef,
+        rows: Loop,
+        len: usize,
+        s: Value,
+        d: Value,
+    ) {
         let shape = [
             rows.extent as i64,
             len as i64 * self.dst_size,

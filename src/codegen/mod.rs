@@ -19,6 +19,7 @@ mod indexed;
 mod kernels;
 mod loops;
 mod network;
+mod packed;
 
 use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, InstBuilder, MemFlagsData,
@@ -28,7 +29,7 @@ use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
 use crate::convert::Arithmetic;
-use crate::plan::{Plan, Region};
+use crate::plan::{Packed, Plan, Region};
 use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The signature of every generated relayout function.
@@ -70,7 +71,14 @@ pub(crate) fn build(
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let [src, dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
+    let [mut src, mut dst, begin, end] = [0, 1, 2, 3].map(|i| b.block_params(entry)[i]);
+    if let Some(packed) = plan.packing() {
+        // A packed plan's pointers count elements: the byte address times the elements per
+        // byte (addresses are far below 2^60), so that offsets in elements add to them.
+        let shift = packed.per_byte().trailing_zeros() as i64;
+        src = b.ins().ishl_imm_u(src, shift);
+        dst = b.ins().ishl_imm_u(dst, shift);
+    }
     let map = plan.per_index();
     let arithmetic = plan.conversion().map(|c| c.arithmetic());
     let table = map.zip(arithmetic).map(|(m, a)| {
@@ -82,6 +90,7 @@ pub(crate) fn build(
         src_size: plan.elem_size() as i64,
         dst_size: plan.dst_elem_size() as i64,
         route: plan.conversion().map(|c| convert::Route::of(c, map)),
+        packed: plan.packing(),
         table: table.map(|(t, _)| t),
         index_bytes: match table {
             Some((_, Arithmetic::F64)) => 8,
@@ -116,6 +125,8 @@ pub(crate) struct Emitter<'a> {
     dst_size: i64,
     /// How elements convert on the way (none while a staged block is flushed).
     route: Option<convert::Route>,
+    /// How sub-byte elements pack into bytes; then the pointers count elements, not bytes.
+    packed: Option<Packed>,
     /// With a per-index map, the address of the table entry of the index at the current
     /// pointers (see [`Emitter::indexed_by`]).
     table: Option<Value>,

@@ -296,7 +296,7 @@ impl Emitter<'_> {
         s: Value,
     ) -> Vec<(Value, i64, Option<LaneIndex>)> {
         let elem = self.src_size as usize;
-        let mut regs: Vec<Value> = tile
+        let loaded: Vec<Value> = tile
             .load_at
             .iter()
             .map(|&at| {
@@ -304,23 +304,36 @@ impl Emitter<'_> {
                 self.b.ins().load(types::I8X16, self.flags, base, offset)
             })
             .collect();
+        self.run_network(tile.network, loaded)
+            .into_iter()
+            .map(|(reg, (r, b))| {
+                let index = tile.index_of.map(|index_of| index_of(r, b / elem));
+                (reg, (tile.dst_of)(r, b / elem), index)
+            })
+            .collect()
+    }
+
+    /// Runs `network` on the registers `inputs`: each output register, with the input register
+    /// and byte its first byte comes from.
+    pub(super) fn run_network(
+        &mut self,
+        network: &Network,
+        inputs: Vec<Value>,
+    ) -> Vec<(Value, (usize, usize))> {
+        let mut regs = inputs;
         // Registers past the inputs are written before they are read.
-        regs.resize(tile.network.registers, regs[0]);
-        for stage in &tile.network.stages {
+        regs.resize(network.registers, regs[0]);
+        for stage in &network.stages {
             let mut next = regs.clone();
             for op in stage {
                 next[op.out] = self.emit_shuffle(op.shuffle, regs[op.x], regs[op.y]);
             }
             regs = next;
         }
-        let outputs = tile.network.outputs.iter().map(|&o| regs[o]);
+        let outputs = network.outputs.iter().map(|&o| regs[o]);
         outputs
-            .zip(tile.network.simulate())
-            .map(|(reg, bytes)| {
-                let (r, b) = bytes[0];
-                let index = tile.index_of.map(|index_of| index_of(r, b / elem));
-                (reg, (tile.dst_of)(r, b / elem), index)
-            })
+            .zip(network.simulate())
+            .map(|(reg, bytes)| (reg, bytes[0]))
             .collect()
     }
 

@@ -368,6 +368,14 @@ impl PerIndex {
     /// Fails unless the map fits `conversion` and a tensor of shape `shape`: a dim in range, one
     /// value per index, types with numeric values, no per-tensor map beside it.
     pub(crate) fn check(&self, conversion: &Conversion, shape: &[usize]) -> Result<()> {
+        for t in [conversion.from, conversion.to] {
+            if Kind::of(t).is_none() {
+                return Err(Error::Conversion(format!(
+                    "per-index scales on {t} elements, which have no numeric conversion; \
+                     conversions take {CONVERTIBLE}"
+                )));
+            }
+        }
         let dim = self.dim;
         let Some(&extent) = shape.get(dim) else {
             return Err(Error::Conversion(format!(
@@ -380,14 +388,6 @@ impl PerIndex {
                 "{} per-index scales for dim {dim} of extent {extent}: give one per index",
                 self.len()
             )));
-        }
-        for t in [conversion.from, conversion.to] {
-            if Kind::of(t).is_none() {
-                return Err(Error::Conversion(format!(
-                    "per-index scales on {t} elements, which have no numeric conversion; \
-                     conversions take {CONVERTIBLE}"
-                )));
-            }
         }
         if conversion.affine.is_some() {
             return Err(Error::Conversion(format!(

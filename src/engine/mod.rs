@@ -23,7 +23,7 @@ use crate::convert::{Conversion, PerIndex};
 use crate::error::Result;
 use crate::jit::{self, Compiled};
 use crate::layout::Layout;
-use crate::plan::{Plan, Tactics};
+use crate::plan::{Packed, Plan, Tactics};
 use crate::target::Target;
 use crate::tuning;
 
@@ -40,6 +40,8 @@ pub(crate) struct Request {
     pub src: Layout,
     pub dst: Layout,
     pub elem_size: usize,
+    /// How sub-byte elements pack into bytes, for a packed relayout (then `elem_size` is 1).
+    pub packed: Option<Packed>,
     /// The conversion of each element, if the types differ (then `elem_size` is the source's).
     pub conversion: Option<Conversion>,
     /// The per-index affine map on the way, if any (then `conversion` is set).
@@ -102,20 +104,17 @@ impl Engine {
         }
         let start = Instant::now();
         let (src, dst) = (&request.src, &request.dst);
-        let plan = Arc::new(match (request.conversion, &request.per_index) {
-            (None, _) => {
-                Plan::with_tactics(src, dst, request.elem_size, request.tactics, request.target)
-            }
-            (Some(c), None) => Plan::converting(src, dst, c, request.tactics, request.target),
-            (Some(c), Some(map)) => Plan::converting_per_index(
-                src,
-                dst,
-                c,
-                map.clone(),
-                request.tactics,
-                request.target,
-            ),
-        }?);
+        let (tactics, target) = (request.tactics, request.target);
+        let plan = Arc::new(
+            match (request.conversion, &request.per_index, request.packed) {
+                (Some(c), Some(map), _) => {
+                    Plan::converting_per_index(src, dst, c, map.clone(), tactics, target)
+                }
+                (Some(c), None, _) => Plan::converting(src, dst, c, tactics, target),
+                (None, _, Some(p)) => Plan::packed(src, dst, p, tactics, target),
+                (None, _, None) => Plan::with_tactics(src, dst, request.elem_size, tactics, target),
+            }?,
+        );
         if use_cache {
             lock(&self.plans).insert(request.clone(), plan.clone());
         }
@@ -250,6 +249,7 @@ mod tests {
             src: Layout::row_major(&[32, 48]).unwrap(),
             dst: Layout::col_major(&[32, 48]).unwrap(),
             elem_size: 4,
+            packed: None,
             conversion: None,
             per_index: None,
             tactics,

@@ -220,6 +220,49 @@ impl Layout {
         Ok(layout)
     }
 
+    /// The layout of each element's `parts` equal parts (a power of two): a new innermost
+    /// logical dim of `parts` contiguous parts, and every offset of the layout times `parts`.
+    /// A relayout of 16-byte elements (`c128`) is the relayout of their two 8-byte halves.
+    ///
+    /// ```
+    /// use relayout::Layout;
+    ///
+    /// let l = Layout::col_major(&[2, 3])?.split_elements(2)?;
+    /// assert_eq!(l.shape(), [2, 3, 2]);
+    /// assert_eq!(l.offsets(), [0, 1, 4, 5, 8, 9, 2, 3, 6, 7, 10, 11]);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn split_elements(&self, parts: usize) -> Result<Layout> {
+        if !parts.is_power_of_two() {
+            return Err(Error::InvalidLayout(format!(
+                "elements split into {parts} parts; the parts of an element are a power of two"
+            )));
+        }
+        let scale = parts as i64;
+        let mut shape = self.shape.clone();
+        shape.push(parts);
+        let mut digits: Vec<Digit> = self
+            .digits
+            .iter()
+            .map(|g| Digit {
+                stride: g.stride.saturating_mul(scale),
+                ..g.clone()
+            })
+            .collect();
+        digits.push(Digit::new(Source::Dim(self.rank()), 1, None, 1));
+        let padded = self.padded_len.map(|n| n.saturating_mul(parts));
+        let split = Layout::from_parts(&shape, digits, self.base.saturating_mul(scale), padded)?;
+        match self.swizzle {
+            None => Ok(split),
+            // The swizzle's bits move up with the offsets; the part bits below stay as they are.
+            Some(sw) => split.with_swizzle(Swizzle::new(
+                sw.bits() as i64,
+                sw.base() as i64 + parts.trailing_zeros() as i64,
+                sw.shift() as i64,
+            )?),
+        }
+    }
+
     /// The swizzle applied to the offsets, if any (see [`Layout::with_swizzle`]).
     pub fn swizzle(&self) -> Option<Swizzle> {
         self.swizzle

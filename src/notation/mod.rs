@@ -33,6 +33,9 @@ pub struct Parsed {
     pub layout: Layout,
     /// The element type the text names, if any.
     pub dtype: Option<DType>,
+    /// How the elements of a sub-byte type are stored, if the text says: XLA packs them several
+    /// to a byte with `E(n)` of their width and otherwise gives each a byte.
+    pub packed: Option<bool>,
 }
 
 /// The notation prefixes [`parse`] accepts.

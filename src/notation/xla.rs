@@ -42,6 +42,8 @@ pub struct XlaShape {
     minor_to_major: Vec<usize>,
     tiles: Vec<Vec<TileDim>>,
     tail_padding: Option<usize>,
+    /// XLA's `E(n)`: the bits each element takes in memory, if the layout says.
+    element_bits: Option<u32>,
 }
 
 impl XlaShape {
@@ -83,7 +85,52 @@ impl XlaShape {
             minor_to_major,
             tiles,
             tail_padding,
+            element_bits: None,
         })
+    }
+
+    /// This shape with XLA's `E(n)`: elements of `bits` bits in memory. For a sub-byte type
+    /// (`s4 u4 f4e2m1fn`, `s2 u2`), `E` of its own width packs its elements several to a byte
+    /// (see [`crate::packing`]); without `E`, or with `E(8)`, each takes a byte, as in XLA. For
+    /// the other types `E` is their own width. Other widths fail with [`Error::Unsupported`].
+    ///
+    /// ```
+    /// use relayout::notation::xla::XlaShape;
+    /// use relayout::plan::Packed;
+    ///
+    /// let packed = XlaShape::parse("s4[8,8]{0,1:E(4)}")?;
+    /// assert_eq!(packed.packed(), Some(Packed::FOUR_BITS));
+    /// assert_eq!(packed.to_string(), "s4[8,8]{0,1:E(4)}");
+    /// assert_eq!(XlaShape::parse("s4[8,8]{0,1}")?.packed(), None); // a byte each
+    /// assert!(XlaShape::parse("s4[8,8]{0,1:E(2)}").is_err());
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn with_element_bits(self, bits: u32) -> Result<XlaShape> {
+        let own = self.dtype.bits();
+        let fits = bits == own || (own < 8 && bits == 8);
+        if !fits {
+            return Err(Error::Unsupported(format!(
+                "E({bits}) on {}: elements take their own width ({own} bits){}",
+                xla_name(self.dtype),
+                if own < 8 { " or a byte" } else { "" }
+            )));
+        }
+        Ok(XlaShape {
+            element_bits: Some(bits),
+            ..self
+        })
+    }
+
+    /// XLA's `E(n)`, if the layout gives it.
+    pub fn element_bits(&self) -> Option<u32> {
+        self.element_bits
+    }
+
+    /// How the elements pack into bytes: for a sub-byte type with `E` of its own width.
+    pub fn packed(&self) -> Option<crate::plan::Packed> {
+        self.dtype
+            .packed()
+            .filter(|p| self.element_bits == Some(p.bits()))
     }
 
     /// Parses XLA text such as `bf16[8,8]{1,0:T(2,4)(2,1,1,1)}`.
@@ -353,6 +400,7 @@ fn parse_shape(c: &mut Cursor) -> Result<XlaShape> {
     let mut minor_to_major: Vec<usize> = (0..dims.len()).rev().collect();
     let mut tiles = Vec::new();
     let mut tail_padding = None;
+    let mut element_bits = None;
     if c.eat('{') {
         let pos = c.pos();
         minor_to_major = if c.eat('}') {
@@ -365,21 +413,26 @@ fn parse_shape(c: &mut Cursor) -> Result<XlaShape> {
             m
         };
         if c.eat(':') {
-            attributes(c, &mut tiles, &mut tail_padding)?;
+            attributes(c, &mut tiles, &mut tail_padding, &mut element_bits)?;
             c.expect('}')?;
         } else if !minor_to_major.is_empty() || !dims.is_empty() {
             c.expect('}')?;
         }
     }
     c.expect_end()?;
-    XlaShape::new(dtype, dims, minor_to_major, tiles, tail_padding)
+    let shape = XlaShape::new(dtype, dims, minor_to_major, tiles, tail_padding)?;
+    match element_bits {
+        Some(bits) => shape.with_element_bits(u32::try_from(bits).unwrap_or(u32::MAX)),
+        None => Ok(shape),
+    }
 }
 
-/// `T(…)(…)`, `L(n)`; `S(n)` is accepted and ignored; `E(n)` and the rest are unsupported.
+/// `T(…)(…)`, `L(n)`, `E(n)`; `S(n)` is accepted and ignored; the rest are unsupported.
 fn attributes(
     c: &mut Cursor,
     tiles: &mut Vec<Vec<TileDim>>,
     tail_padding: &mut Option<usize>,
+    element_bits: &mut Option<usize>,
 ) -> Result<()> {
     loop {
         c.skip_ws();
@@ -399,9 +452,8 @@ fn attributes(
                 parenthesised(c)?;
             }
             Some('E') => {
-                return Err(Error::Unsupported(
-                    "sub-byte element packing E(n) is not supported".into(),
-                ))
+                c.bump();
+                *element_bits = Some(parenthesised(c)?);
             }
             Some('}') => return Ok(()),
             Some(other) => {
@@ -501,7 +553,7 @@ impl fmt::Display for XlaShape {
             join(&self.dims),
             join(&self.minor_to_major)
         )?;
-        if !self.tiles.is_empty() || self.tail_padding.is_some() {
+        if !self.tiles.is_empty() || self.tail_padding.is_some() || self.element_bits.is_some() {
             f.write_str(":")?;
         }
         if !self.tiles.is_empty() {
@@ -519,6 +571,9 @@ impl fmt::Display for XlaShape {
         }
         if let Some(l) = self.tail_padding {
             write!(f, "L({l})")?;
+        }
+        if let Some(bits) = self.element_bits {
+            write!(f, "E({bits})")?;
         }
         f.write_str("}")
     }
@@ -538,6 +593,7 @@ pub(crate) fn parse_layout(text: &str, column_offset: usize) -> Result<Parsed> {
     Ok(Parsed {
         layout: shape.to_layout()?,
         dtype: Some(shape.dtype),
+        packed: Some(shape.packed().is_some()),
     })
 }
 
@@ -650,6 +706,7 @@ mod tests {
         assert!(matches!(parse("f32[3,5"), Error::Parse { column: 12, .. }));
         assert!(matches!(parse("q32[3]"), Error::Parse { column: 5, .. }));
         assert!(matches!(parse("f32[3]{0:E(4)}"), Error::Unsupported(_)));
+        assert!(matches!(parse("s4[3]{0:E(16)}"), Error::Unsupported(_)));
         assert!(matches!(parse("f7[3]"), Error::Parse { column: 5, .. }));
         assert!(matches!(parse("f32[<=3]"), Error::Unsupported(_)));
         assert!(matches!(parse("f32[3,4]{1,1}"), Error::InvalidLayout(_)));
@@ -704,10 +761,19 @@ mod tests {
                         0..=2,
                     ),
                     proptest::option::of(1usize..=8),
+                    proptest::option::of(any::<bool>()),
                 )
             })
-            .prop_filter_map("valid", |(dtype, dims, m2m, tiles, l)| {
-                XlaShape::new(dtype, dims, m2m, tiles, l).ok()
+            .prop_filter_map("valid", |(dtype, dims, m2m, tiles, l, e)| {
+                let shape = XlaShape::new(dtype, dims, m2m, tiles, l).ok()?;
+                // `E` of the type's own width, or a byte for a sub-byte type.
+                match e {
+                    None => Some(shape),
+                    Some(own) => {
+                        let bits = if own { dtype.bits() } else { 8 };
+                        shape.with_element_bits(bits).ok()
+                    }
+                }
             })
     }
 

@@ -11,9 +11,15 @@ use super::ir::{
 impl fmt::Display for Plan {
     /// The loop nest as text, one region after another.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.conversion {
-            None => write!(f, "plan: {}-byte elements", self.elem_size)?,
-            Some(c) => write!(f, "plan: {c} elements, converted in registers")?,
+        match (self.conversion, self.packed) {
+            (Some(c), _) => write!(f, "plan: {c} elements, converted in registers")?,
+            (None, Some(p)) => write!(
+                f,
+                "plan: {}-bit elements, {} to a byte",
+                p.bits(),
+                p.per_byte()
+            )?,
+            (None, None) => write!(f, "plan: {}-byte elements", self.elem_size)?,
         }
         if let Some(map) = &self.per_index {
             write!(f, " {map}")?;

@@ -225,6 +225,29 @@ pub enum UnzipWrite {
 }
 
 impl Kernel {
+    /// The loops the kernel iterates inside itself, outermost first: the rows of a streamed
+    /// copy and its run, a transpose's two loops, the staged steps of a zip or unzip and its two
+    /// loops. Those loops around [`Kernel::Element`] move the same elements in the same places.
+    pub fn loops(&self) -> Vec<Loop> {
+        match *self {
+            Kernel::Element => Vec::new(),
+            Kernel::Copy {
+                len,
+                index_stride,
+                write,
+            } => vec![
+                write.rows(),
+                Loop {
+                    index_stride,
+                    ..Loop::contiguous(len)
+                },
+            ],
+            Kernel::Transpose { tile, .. } => vec![tile.b, tile.a],
+            Kernel::Zip { tile, write } => vec![write.steps(), tile.long, tile.short],
+            Kernel::Unzip { tile, write } => vec![write.steps(), tile.long, tile.short],
+        }
+    }
+
     /// Elements the kernel moves each time it runs.
     pub fn elements(&self) -> usize {
         match *self {
@@ -438,6 +461,48 @@ fn side_offset(terms: &[OffsetTerm], swizzle: Option<IndexedSwizzle>, x: &[usize
     }
 }
 
+/// Sub-byte elements packed several to a byte, in XLA's bit order (see [`crate::packing`]).
+///
+/// A packed plan's offsets count elements. Its kernels move whole bytes where every offset they
+/// start from is a whole number of bytes (copies of whole bytes; for 4-bit elements,
+/// transposes of nibble pairs), and single elements, read-modify-write, elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Packed {
+    bits: u32,
+}
+
+impl Packed {
+    /// Two 4-bit elements to a byte (`s4`, `u4`, `f4e2m1fn`).
+    pub const FOUR_BITS: Packed = Packed { bits: 4 };
+    /// Four 2-bit elements to a byte (`s2`, `u2`).
+    pub const TWO_BITS: Packed = Packed { bits: 2 };
+    /// The tile of a transpose of 4-bit elements, in elements along its source-contiguous
+    /// loop `a` and its destination-contiguous loop `b`: 16 source row pairs of 8 bytes make 16
+    /// destination rows of 16 bytes.
+    pub const TRANSPOSE_TILE: (usize, usize) = (16, 32);
+
+    /// Elements of `bits` bits (2 or 4).
+    pub fn new(bits: u32) -> crate::error::Result<Packed> {
+        crate::packing::check_bits(bits)?;
+        Ok(Packed { bits })
+    }
+
+    /// Bits per element.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// Elements per byte.
+    pub fn per_byte(&self) -> usize {
+        crate::packing::per_byte(self.bits)
+    }
+
+    /// Bytes that hold `elements` elements.
+    pub fn bytes_for(&self, elements: usize) -> usize {
+        crate::packing::bytes_for(elements, self.bits)
+    }
+}
+
 /// A loop nest over a box of the index space.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Region {
@@ -483,6 +548,9 @@ impl Region {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Plan {
     pub(super) elem_size: usize,
+    /// How elements pack into bytes, for sub-byte elements (then offsets count elements and
+    /// `elem_size` is 1).
+    pub(super) packed: Option<Packed>,
     /// The conversion of every element on the way, if the types differ.
     pub(super) conversion: Option<Conversion>,
     /// The per-index affine map on the way, if any (then `conversion` is set).
@@ -498,6 +566,46 @@ impl Plan {
     /// Bytes per source element (and per destination element, unless the plan converts).
     pub fn elem_size(&self) -> usize {
         self.elem_size
+    }
+
+    /// How the elements pack into bytes, if they are sub-byte elements several to a byte
+    /// (then [`Plan::src_len`] and [`Plan::dst_len`] count elements, not bytes).
+    pub fn packing(&self) -> Option<Packed> {
+        self.packed
+    }
+
+    /// Bytes the source buffer must hold: [`Plan::src_len`] elements, packed if they pack.
+    pub fn src_bytes(&self) -> usize {
+        self.bytes_of(self.src_len, self.elem_size)
+    }
+
+    /// Bytes the destination buffer must hold.
+    pub fn dst_bytes(&self) -> usize {
+        self.bytes_of(self.dst_len, self.dst_elem_size())
+    }
+
+    fn bytes_of(&self, elements: usize, size: usize) -> usize {
+        match self.packed {
+            Some(p) => p.bytes_for(elements),
+            None => elements.saturating_mul(size),
+        }
+    }
+
+    /// Whether threads may split the plan's work: always, unless the plan packs sub-byte
+    /// elements and moves some of them one at a time (a byte may then hold elements of two
+    /// outer iterations, and the read-modify-write of one thread would undo the other's).
+    pub fn splits_by_bytes(&self) -> bool {
+        self.packed.is_none_or(|_| {
+            self.regions.iter().all(|r| match r.kernel {
+                Kernel::Copy { .. } => true,
+                // The packed transpose moves whole tiles; beyond them, elements one by one.
+                Kernel::Transpose { tile, .. } => {
+                    let (along_a, along_b) = Packed::TRANSPOSE_TILE;
+                    tile.a.extent % along_a == 0 && tile.b.extent % along_b == 0
+                }
+                Kernel::Element | Kernel::Zip { .. } | Kernel::Unzip { .. } => false,
+            })
+        })
     }
 
     /// Bytes per destination element.

@@ -32,6 +32,7 @@
 mod display;
 mod interpret;
 pub mod ir;
+mod packed;
 mod refine;
 mod schedule;
 mod swizzle;
@@ -39,7 +40,7 @@ mod tactics;
 mod verify;
 
 pub use ir::{
-    CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Plan, Region,
+    CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region,
     TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
 };
 pub use tactics::{BlockWrite, Blocking, LargeWrites, Tactics, Tiling};
@@ -50,11 +51,12 @@ use crate::error::{Error, Result};
 use crate::layout::{check_pair, Layout, Source};
 use crate::target::Target;
 
-/// What happens to each element: moved as it is (elements of this many bytes), or converted
-/// (with a per-index affine map, or none).
+/// What happens to each element: moved as it is (elements of this many bytes, or sub-byte
+/// elements packed several to a byte), or converted (with a per-index affine map, or none).
 #[derive(Clone)]
 enum Elements {
     Moved(usize),
+    Packed(Packed),
     Converted(Conversion, Option<PerIndex>),
 }
 
@@ -115,8 +117,10 @@ impl Plan {
         tactics: Tactics,
         target: Target,
     ) -> Result<Plan> {
+        let from = conversion.from_type();
         let elements = if conversion.is_identity() {
-            Elements::Moved(conversion.from_type().elem_size()?)
+            from.packed()
+                .map_or(Elements::Moved(from.size()), Elements::Packed)
         } else {
             Elements::Converted(conversion, None)
         };
@@ -156,6 +160,30 @@ impl Plan {
         )
     }
 
+    /// [`Plan::with_tactics`] for sub-byte elements packed several to a byte (see [`Packed`]):
+    /// the layouts' offsets count elements.
+    ///
+    /// ```
+    /// use relayout::plan::{Kernel, Packed, Plan, Tactics};
+    /// use relayout::{Layout, Target};
+    ///
+    /// let (src, dst) = (Layout::row_major(&[64, 64])?, Layout::col_major(&[64, 64])?);
+    /// let int4 = Packed::new(4)?;
+    /// let plan = Plan::packed(&src, &dst, int4, Tactics::default(), Target::host())?;
+    /// assert_eq!((plan.dst_len(), plan.dst_bytes()), (4096, 2048));
+    /// assert!(matches!(plan.regions()[0].kernel, Kernel::Transpose { .. })); // nibble pairs
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn packed(
+        src: &Layout,
+        dst: &Layout,
+        packed: Packed,
+        tactics: Tactics,
+        target: Target,
+    ) -> Result<Plan> {
+        Plan::build(src, dst, Elements::Packed(packed), tactics, target)
+    }
+
     fn build(
         src: &Layout,
         dst: &Layout,
@@ -163,9 +191,10 @@ impl Plan {
         tactics: Tactics,
         target: Target,
     ) -> Result<Plan> {
-        let (elem_size, conversion, per_index) = match elements {
-            Elements::Moved(size) => (size, None, None),
-            Elements::Converted(c, map) => (c.from_type().size(), Some(c), map),
+        let (elem_size, conversion, packed, per_index) = match elements {
+            Elements::Moved(size) => (size, None, None, None),
+            Elements::Packed(p) => (1, None, Some(p), None),
+            Elements::Converted(c, map) => (c.from_type().size(), Some(c), None, map),
         };
         let dst_elem_size = conversion.map_or(elem_size, |c| c.to_type().size());
         if ![1, 2, 4, 8].contains(&elem_size) {
@@ -184,6 +213,7 @@ impl Plan {
             // An empty tensor: nothing to move, no buffer to touch (both cosizes are 0).
             return Ok(Plan {
                 elem_size,
+                packed,
                 conversion,
                 per_index,
                 src_len: src.cosize(),
@@ -254,7 +284,9 @@ impl Plan {
             converts: conversion.is_some(),
             per_index: per_index.is_some(),
             target,
-            large: dst.cosize().saturating_mul(dst_elem_size) >= target.stream_min_bytes,
+            large: packed.map_or(dst.cosize().saturating_mul(dst_elem_size), |p| {
+                p.bytes_for(dst.cosize())
+            }) >= target.stream_min_bytes,
             tactics,
         };
         let mut regions = Vec::new();
@@ -268,10 +300,15 @@ impl Plan {
                 loops,
                 kernel: Kernel::Element,
             };
-            regions.extend(schedule::schedule(region, cx));
+            let scheduled = schedule::schedule(region, cx);
+            match packed {
+                None => regions.extend(scheduled),
+                Some(p) => regions.extend(scheduled.into_iter().map(|r| packed::lower(r, p))),
+            }
         }
         let plan = Plan {
             elem_size,
+            packed,
             conversion,
             per_index,
             src_len: src.cosize(),

@@ -10,7 +10,8 @@
 
 use std::fmt;
 
-use super::ir::{Kernel, Loop, Plan, Region, UnzipWrite, ZipTile, ZipWrite, SINGLE};
+use super::ir::{Kernel, Loop, Packed, Plan, Region, UnzipWrite, ZipTile, ZipWrite, SINGLE};
+use super::packed::moves_whole_bytes;
 use crate::layout::for_each_coord;
 
 /// A broken invariant of a plan: which region (if one), which rule, and what was found.
@@ -51,6 +52,10 @@ pub enum Rule {
     /// inside the table), kernels that do not follow the index lane by lane (zips, unzips) are
     /// absent, and plans without a map carry no index.
     Index,
+    /// A packed (sub-byte) plan moves whole bytes only where every offset its kernel starts
+    /// from is a whole byte on both sides: copies of whole bytes, in-place transposes of 4-bit
+    /// nibble pairs, and single elements elsewhere; it does not convert.
+    Packed,
 }
 
 impl fmt::Display for Violation {
@@ -99,8 +104,24 @@ fn broken(region: Option<usize>, rule: Rule, detail: String) -> Violation {
 
 type RegionCheck = Result<(), (Rule, String)>;
 
+/// A packed plan's kernel is a single element move, or starts on whole bytes and moves whole
+/// bytes (see [`Rule::Packed`]).
+fn packed_kernel(packed: Packed, region: &Region) -> RegionCheck {
+    if region.kernel == Kernel::Element || moves_whole_bytes(region, packed) {
+        return Ok(());
+    }
+    Err((
+        Rule::Packed,
+        format!(
+            "{:?} in a plan of {}-bit elements does not move whole bytes",
+            region.kernel,
+            packed.bits()
+        ),
+    ))
+}
+
 fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
-    let loops = kernel_loops(region.kernel);
+    let loops = region.kernel.loops();
     let indexed = region.indexed.as_ref().map_or(&[][..], |ix| &ix.extents);
     if let Some(l) = region.loops.iter().chain(&loops).find(|l| l.extent == 0) {
         return Err((Rule::Extent, format!("a loop of no steps: {l:?}")));
@@ -109,6 +130,12 @@ fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
         return Err((Rule::Extent, format!("indexed extents {indexed:?}")));
     }
     kernel_shape(plan, region.kernel)?;
+    if let Some(packed) = plan.packed {
+        if plan.conversion.is_some() {
+            return Err((Rule::Packed, "a packed plan converts".into()));
+        }
+        packed_kernel(packed, region)?;
+    }
     let consumed = match region.kernel {
         Kernel::Copy { write, .. } => write.rows(),
         Kernel::Zip { write, .. } => write.steps(),
@@ -203,28 +230,6 @@ fn src_stride(l: &Loop) -> i64 {
 
 fn dst_stride(l: &Loop) -> i64 {
     l.dst_stride
-}
-
-/// The loops a kernel iterates inside itself, outermost first: the rows of a streamed copy and
-/// its run, a transpose's two loops, the staged steps of a zip or unzip and its two loops.
-fn kernel_loops(kernel: Kernel) -> Vec<Loop> {
-    match kernel {
-        Kernel::Element => Vec::new(),
-        Kernel::Copy {
-            len,
-            index_stride,
-            write,
-        } => vec![
-            write.rows(),
-            Loop {
-                index_stride,
-                ..Loop::contiguous(len)
-            },
-        ],
-        Kernel::Transpose { tile, .. } => vec![tile.b, tile.a],
-        Kernel::Zip { tile, write } => vec![write.steps(), tile.long, tile.short],
-        Kernel::Unzip { tile, write } => vec![write.steps(), tile.long, tile.short],
-    }
 }
 
 /// The tile kernels' own rules.
@@ -435,6 +440,36 @@ mod tests {
                 assert_eq!(plan(&dst, &src, elem).verify(), Ok(()));
             }
         }
+    }
+
+    #[test]
+    fn a_packed_kernel_that_splits_a_byte_is_caught() {
+        use crate::plan::{Packed, Tactics};
+        use crate::Target;
+        let (src, dst) = (Layout::row_major(&[64, 48]), Layout::col_major(&[64, 48]));
+        let (src, dst) = (src.unwrap(), dst.unwrap());
+        let nibbles = |s: &Layout, d: &Layout| {
+            Plan::packed(s, d, Packed::FOUR_BITS, Tactics::default(), Target::host()).unwrap()
+        };
+        // A transpose whose destination rows start mid-byte.
+        let odd_rows = |p: &mut Plan| {
+            if let Kernel::Transpose { tile, .. } = &mut p.regions[0].kernel {
+                tile.a.dst_stride += 1;
+            }
+        };
+        assert_eq!(rule_after(nibbles(&src, &dst), odd_rows), Rule::Packed);
+        // The same transpose for 2-bit elements, which have no transpose kernel.
+        let two_bits = |p: &mut Plan| p.packed = Some(Packed::TWO_BITS);
+        assert_eq!(rule_after(nibbles(&src, &dst), two_bits), Rule::Packed);
+        // A copy of an odd number of elements.
+        let odd_copy = |p: &mut Plan| {
+            if let Kernel::Copy { len, .. } = &mut p.regions[0].kernel {
+                *len -= 1;
+            }
+            p.regions[0].loops.clear();
+            p.elements = p.regions[0].elements();
+        };
+        assert_eq!(rule_after(nibbles(&src, &src), odd_copy), Rule::Packed);
     }
 
     #[test]

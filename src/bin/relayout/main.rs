@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use conversion_args::ConversionArgs;
 use relayout::{
-    compile_relayout_with, notation, reference, Conversion, DType, Element, Error, Layout,
-    PerIndex, Relayout,
+    compile_relayout_with, notation, packing, reference, Conversion, DType, Element, Error, Layout,
+    Options, PerIndex, Relayout,
 };
-use values::ValueType;
+use values::{Storage, ValueType};
 
 #[derive(Parser)]
 #[command(name = "relayout", version, about = "JIT-compiled tensor relayouts", long_about = LONG_ABOUT)]
@@ -103,7 +103,7 @@ struct Pair {
     conversion: Conversion,
     /// The per-index map of `--along`, if given.
     per_index: Option<PerIndex>,
-    pad_bits: Option<u64>,
+    pad_bits: Option<u128>,
     kernel: Relayout,
 }
 
@@ -117,6 +117,19 @@ impl PairArgs {
             src.dtype,
             dst.dtype,
         )?;
+        // XLA gives sub-byte elements a byte each unless `E(n)` packs them; both sides alike.
+        let (values, dst_values) = match (src.packed, dst.packed) {
+            (Some(false), _) | (_, Some(false)) => (values.unpacked(), dst_values.unpacked()),
+            _ => (values, dst_values),
+        };
+        if let (Some(a), Some(b)) = (src.packed, dst.packed) {
+            if a != b && values.dtype().packed().is_some() {
+                return Err(Error::Unsupported(format!(
+                    "{} elements packed on one side and a byte each on the other",
+                    values.dtype()
+                )));
+            }
+        }
         let conversion = self
             .convert
             .conversion(values.dtype(), dst_values.dtype())?;
@@ -126,9 +139,16 @@ impl PairArgs {
             .map(|v| dst_values.parse(v))
             .transpose()?;
         let per_index = self.convert.per_index()?;
-        let mut options = self.convert.options(conversion, per_index.clone());
+        let mut options = match values.storage() {
+            // Sub-byte elements a byte each move as bytes (a per-index map goes the converting
+            // way, which refuses their types).
+            Storage::Whole(1) if values.dtype().packed().is_some() && per_index.is_none() => {
+                Options::new().elem_size(1)
+            }
+            _ => self.convert.options(conversion, per_index.clone()),
+        };
         if let Some(bits) = pad_bits {
-            options = options.pad_bits(bits);
+            options = options.pad_bits_wide(bits);
         }
         let kernel = compile_relayout_with(&src.layout, &dst.layout, options)?;
         Ok(Pair {
@@ -191,8 +211,8 @@ pub(crate) fn element_types(
         (None, Some(_)) => DType::F32,
     };
     Ok((
-        ValueType::new(from)?,
-        ValueType::new(destination.unwrap_or(from))?,
+        ValueType::new(from),
+        ValueType::new(destination.unwrap_or(from)),
     ))
 }
 
@@ -218,7 +238,7 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
             let pair = args.compile()?;
             pair.within_memory_limit()?;
             let values = pair.values;
-            let src: Vec<u64> = (0..pair.src.cosize() as u64)
+            let src: Vec<u128> = (0..pair.src.cosize() as u64)
                 .map(|i| values.encode_index(i))
                 .collect();
             let dst_values = pair.dst_values;
@@ -260,15 +280,16 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
 /// Runs the kernel and the reference on the same random source; returns how many slots differ.
 fn check(pair: &Pair) -> Result<usize, Error> {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let src: Vec<u64> = (0..pair.src.cosize())
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state & pair.values.mask()
-        })
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u128
+    };
+    let src: Vec<u128> = (0..pair.src.cosize())
+        .map(|_| (next() | next() << 64) & pair.values.mask())
         .collect();
-    let fill = !state & pair.dst_values.mask();
+    let fill = !next() & pair.dst_values.mask();
     let mut got = vec![fill; pair.dst.cosize()];
     let mut want = got.clone();
     with_element_types(pair.values, pair.dst_values, |run| {
@@ -285,36 +306,38 @@ fn check(pair: &Pair) -> Result<usize, Error> {
     Ok(got.iter().zip(&want).filter(|(g, w)| g != w).count())
 }
 
-/// Calls `f` with a runner for the storage types of the source's and the destination's
-/// element sizes.
+/// Calls `f` with a runner for the storage of the source's and the destination's elements.
 fn with_element_types<R>(src: ValueType, dst: ValueType, f: impl FnOnce(&dyn Runner) -> R) -> R {
     fn to<S: Element, R>(dst: ValueType, f: impl FnOnce(&dyn Runner) -> R) -> R {
-        match dst.bytes() {
-            1 => f(&Typed::<S, u8>::default()),
-            2 => f(&Typed::<S, u16>::default()),
-            4 => f(&Typed::<S, u32>::default()),
+        match dst.storage() {
+            Storage::Whole(1) => f(&Typed::<S, u8>::default()),
+            Storage::Whole(2) => f(&Typed::<S, u16>::default()),
+            Storage::Whole(4) => f(&Typed::<S, u32>::default()),
             _ => f(&Typed::<S, u64>::default()),
         }
     }
-    match src.bytes() {
-        1 => to::<u8, R>(dst, f),
-        2 => to::<u16, R>(dst, f),
-        4 => to::<u32, R>(dst, f),
-        _ => to::<u64, R>(dst, f),
+    match src.storage() {
+        // Packed and 16-byte elements never convert: the destination stores them alike.
+        Storage::Packed(p) => f(&PackedBits(p.bits())),
+        Storage::Halves => f(&Halves),
+        Storage::Whole(1) => to::<u8, R>(dst, f),
+        Storage::Whole(2) => to::<u16, R>(dst, f),
+        Storage::Whole(4) => to::<u32, R>(dst, f),
+        Storage::Whole(_) => to::<u64, R>(dst, f),
     }
 }
 
-/// Runs kernels and the reference on element bits held as `u64`.
+/// Runs kernels and the reference on element bits held as `u128`.
 trait Runner {
-    fn kernel(&self, kernel: &Relayout, src: &[u64], dst: &mut [u64]) -> Result<(), Error>;
+    fn kernel(&self, kernel: &Relayout, src: &[u128], dst: &mut [u128]) -> Result<(), Error>;
     fn reference(
         &self,
         src_layout: &Layout,
-        src: &[u64],
+        src: &[u128],
         dst_layout: &Layout,
-        dst: &mut [u64],
+        dst: &mut [u128],
         conversion: (Conversion, Option<&PerIndex>),
-        pad: Option<u64>,
+        pad: Option<u128>,
     ) -> Result<(), Error>;
 }
 
@@ -327,18 +350,18 @@ impl<S, D> Default for Typed<S, D> {
     }
 }
 
-fn narrow<T: Element>(bits: &[u64]) -> Vec<T> {
-    bits.iter().map(|&b| T::from_bits(b)).collect()
+fn narrow<T: Element>(bits: &[u128]) -> Vec<T> {
+    bits.iter().map(|&b| T::from_bits(b as u64)).collect()
 }
 
-fn widen<T: Element>(from: &[T], to: &mut [u64]) {
+fn widen<T: Element>(from: &[T], to: &mut [u128]) {
     for (t, v) in to.iter_mut().zip(from) {
-        *t = v.to_bits();
+        *t = v.to_bits() as u128;
     }
 }
 
 impl<S: Element, D: Element> Runner for Typed<S, D> {
-    fn kernel(&self, kernel: &Relayout, src: &[u64], dst: &mut [u64]) -> Result<(), Error> {
+    fn kernel(&self, kernel: &Relayout, src: &[u128], dst: &mut [u128]) -> Result<(), Error> {
         let mut out: Vec<D> = narrow(dst);
         kernel.run(&narrow::<S>(src), &mut out)?;
         widen(&out, dst);
@@ -348,14 +371,14 @@ impl<S: Element, D: Element> Runner for Typed<S, D> {
     fn reference(
         &self,
         src_layout: &Layout,
-        src: &[u64],
+        src: &[u128],
         dst_layout: &Layout,
-        dst: &mut [u64],
+        dst: &mut [u128],
         (conversion, map): (Conversion, Option<&PerIndex>),
-        pad: Option<u64>,
+        pad: Option<u128>,
     ) -> Result<(), Error> {
         let mut out: Vec<D> = narrow(dst);
-        let pad = pad.map(D::from_bits);
+        let pad = pad.map(|p| D::from_bits(p as u64));
         let input = narrow::<S>(src);
         let (from, to) = (src_layout, dst_layout);
         match map {
@@ -366,6 +389,91 @@ impl<S: Element, D: Element> Runner for Typed<S, D> {
         }?;
         widen(&out, dst);
         Ok(())
+    }
+}
+
+/// A [`Runner`] for sub-byte elements of this many bits, packed into bytes.
+struct PackedBits(u32);
+
+impl PackedBits {
+    fn pack(&self, values: &[u128]) -> Vec<u8> {
+        let mut bytes = vec![0; packing::bytes_for(values.len(), self.0)];
+        for (i, &v) in values.iter().enumerate() {
+            packing::set(&mut bytes, i, self.0, v as u8);
+        }
+        bytes
+    }
+
+    fn unpack(&self, bytes: &[u8], values: &mut [u128]) {
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = packing::get(bytes, i, self.0) as u128;
+        }
+    }
+}
+
+impl Runner for PackedBits {
+    fn kernel(&self, kernel: &Relayout, src: &[u128], dst: &mut [u128]) -> Result<(), Error> {
+        let mut out = self.pack(dst);
+        kernel.run(&self.pack(src), &mut out)?;
+        self.unpack(&out, dst);
+        Ok(())
+    }
+
+    fn reference(
+        &self,
+        src_layout: &Layout,
+        src: &[u128],
+        dst_layout: &Layout,
+        dst: &mut [u128],
+        _: (Conversion, Option<&PerIndex>),
+        pad: Option<u128>,
+    ) -> Result<(), Error> {
+        let mut out = self.pack(dst);
+        let pad = pad.map(|p| p as u8);
+        reference::relayout_packed(
+            src_layout,
+            &self.pack(src),
+            dst_layout,
+            &mut out,
+            self.0,
+            pad,
+        )?;
+        self.unpack(&out, dst);
+        Ok(())
+    }
+}
+
+/// A [`Runner`] for 16-byte elements: the kernel moves their 8-byte halves, the reference
+/// whole elements.
+struct Halves;
+
+fn halves(values: &[u128]) -> Vec<u64> {
+    values
+        .iter()
+        .flat_map(|&v| [v as u64, (v >> 64) as u64])
+        .collect()
+}
+
+impl Runner for Halves {
+    fn kernel(&self, kernel: &Relayout, src: &[u128], dst: &mut [u128]) -> Result<(), Error> {
+        let mut out = halves(dst);
+        kernel.run(&halves(src), &mut out)?;
+        for (v, pair) in dst.iter_mut().zip(out.chunks_exact(2)) {
+            *v = pair[0] as u128 | (pair[1] as u128) << 64;
+        }
+        Ok(())
+    }
+
+    fn reference(
+        &self,
+        src_layout: &Layout,
+        src: &[u128],
+        dst_layout: &Layout,
+        dst: &mut [u128],
+        _: (Conversion, Option<&PerIndex>),
+        pad: Option<u128>,
+    ) -> Result<(), Error> {
+        reference::relayout(src_layout, src, dst_layout, dst, pad)
     }
 }
 

@@ -1,25 +1,51 @@
 //! Element values as bits: what `apply` writes into the source and prints from the destination.
 
+use relayout::plan::Packed;
 use relayout::{Conversion, DType, Error};
 
-/// An element type that relayouts (its [`DType::elem_size`] is one): how the command line writes,
-/// reads and prints values of it, held as bits in a `u64`.
+/// An element type: how the command line writes, reads and prints values of it, held as bits
+/// in a `u128`, and how a buffer stores them.
 ///
-/// Integers are values; floats are values too, except the 8-bit ones, which are their bits (as
-/// `pred` is), because few integers survive a round trip through 8 bits of float; `c64` is
-/// `re+imi`, its real part in the low 32 bits.
+/// Integers are values; floats are values too, except the 8-bit and 4-bit ones, which are their
+/// bits (as `pred` is), because few integers survive a round trip through so few bits of float;
+/// `c64` and `c128` are `re+imi`, the real part in the low half.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValueType {
     dtype: DType,
-    bytes: usize,
+    storage: Storage,
+}
+
+/// How a buffer holds the elements of a [`ValueType`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// Each element in this many bytes (1, 2, 4 or 8).
+    Whole(usize),
+    /// Sub-byte elements packed several to a byte.
+    Packed(Packed),
+    /// 16-byte elements (`c128`), each as two 8-byte halves, the low one first.
+    Halves,
 }
 
 impl ValueType {
-    /// The value type of `dtype`; fails with [`Error::Unsupported`] for the types that do not
-    /// relayout yet.
-    pub fn new(dtype: DType) -> Result<ValueType, Error> {
-        let bytes = dtype.elem_size()?;
-        Ok(ValueType { dtype, bytes })
+    /// The value type of `dtype`, sub-byte types packed.
+    pub fn new(dtype: DType) -> ValueType {
+        let storage = match (dtype.packed(), dtype.size()) {
+            (Some(p), _) => Storage::Packed(p),
+            (None, 16) => Storage::Halves,
+            (None, bytes) => Storage::Whole(bytes),
+        };
+        ValueType { dtype, storage }
+    }
+
+    /// This type with sub-byte elements a byte each (XLA's storage without `E(n)`).
+    pub fn unpacked(self) -> ValueType {
+        match self.storage {
+            Storage::Packed(_) => ValueType {
+                storage: Storage::Whole(1),
+                ..self
+            },
+            _ => self,
+        }
     }
 
     /// The element type.
@@ -27,28 +53,28 @@ impl ValueType {
         self.dtype
     }
 
-    /// Bytes per element: 1, 2, 4 or 8.
-    pub fn bytes(self) -> usize {
-        self.bytes
+    /// How a buffer holds the elements.
+    pub fn storage(self) -> Storage {
+        self.storage
     }
 
-    /// All-ones bits of the element size.
-    pub fn mask(self) -> u64 {
-        u64::MAX >> (64 - 8 * self.bytes)
+    /// All-ones bits of the element.
+    pub fn mask(self) -> u128 {
+        u128::MAX >> (128 - self.dtype.bits())
     }
 
     /// The bits of the value `i` (integers and bits wrap; floats round to nearest).
-    pub fn encode_index(self, i: u64) -> u64 {
+    pub fn encode_index(self, i: u64) -> u128 {
         match self.dtype {
-            DType::F16 | DType::BF16 => from_f64(i as f64, self.dtype),
-            DType::F32 | DType::C64 => (i as f32).to_bits() as u64,
-            DType::F64 => (i as f64).to_bits(),
-            _ => i & self.mask(),
+            DType::F16 | DType::BF16 => from_f64(i as f64, self.dtype) as u128,
+            DType::F32 | DType::C64 => (i as f32).to_bits() as u128,
+            DType::F64 | DType::C128 => (i as f64).to_bits() as u128,
+            _ => i as u128 & self.mask(),
         }
     }
 
     /// Parses `--pad-value` text as a value of this type and returns its bits.
-    pub fn parse(self, text: &str) -> Result<u64, Error> {
+    pub fn parse(self, text: &str) -> Result<u128, Error> {
         let dtype = self.dtype;
         let bad = || Error::ElementType(format!("'{text}' is not a {dtype} value"));
         let float = |t: &str| t.parse::<f64>().map_err(|_| bad());
@@ -65,16 +91,20 @@ impl ValueType {
             }
         };
         Ok(match dtype {
-            DType::F16 | DType::BF16 | DType::F32 => narrow(float(text)?)?,
-            DType::F64 => float(text)?.to_bits(),
+            DType::F16 | DType::BF16 | DType::F32 => narrow(float(text)?)? as u128,
+            DType::F64 => float(text)?.to_bits() as u128,
             DType::C64 => {
                 let (re, im) = split_complex(text);
                 let (re, im) = (float(re)? as f32, float(im)? as f32);
-                (re.to_bits() as u64) | ((im.to_bits() as u64) << 32)
+                (re.to_bits() as u128) | ((im.to_bits() as u128) << 32)
+            }
+            DType::C128 => {
+                let (re, im) = split_complex(text);
+                (float(re)?.to_bits() as u128) | ((float(im)?.to_bits() as u128) << 64)
             }
             _ => {
                 let v: i128 = text.parse().map_err(|_| bad())?;
-                let bits = 8 * self.bytes as u32;
+                let bits = dtype.bits();
                 let (lo, hi) = if self.is_signed() {
                     (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
                 } else {
@@ -85,33 +115,43 @@ impl ValueType {
                         "{text} does not fit in {dtype} ({lo} to {hi})"
                     )));
                 }
-                (v as u64) & self.mask()
+                (v as u128) & self.mask()
             }
         })
     }
 
     /// The text of the value with these bits: a number, or the bits of 8-bit floats and `pred`.
-    pub fn format(self, bits: u64) -> String {
+    pub fn format(self, bits: u128) -> String {
         let b = bits & self.mask();
+        let complex = |re: String, im: f64| {
+            let sign = if im.is_sign_negative() { '-' } else { '+' };
+            format!("{re}{sign}{}i", im.abs())
+        };
         match self.dtype {
-            DType::F16 | DType::BF16 => to_f32(b, self.dtype).to_string(),
+            DType::F16 | DType::BF16 => to_f32(b as u64, self.dtype).to_string(),
             DType::F32 => f32::from_bits(b as u32).to_string(),
-            DType::F64 => f64::from_bits(b).to_string(),
+            DType::F64 => f64::from_bits(b as u64).to_string(),
             DType::C64 => {
                 let (re, im) = (f32::from_bits(b as u32), f32::from_bits((b >> 32) as u32));
-                let sign = if im.is_sign_negative() { '-' } else { '+' };
-                format!("{re}{sign}{}i", im.abs())
+                complex(re.to_string(), im as f64)
+            }
+            DType::C128 => {
+                let (re, im) = (f64::from_bits(b as u64), f64::from_bits((b >> 64) as u64));
+                complex(re.to_string(), im)
             }
             _ if self.is_signed() => {
-                let unused = 64 - 8 * self.bytes as u32;
-                (((b << unused) as i64) >> unused).to_string()
+                let unused = 128 - self.dtype.bits();
+                (((b << unused) as i128) >> unused).to_string()
             }
             _ => b.to_string(),
         }
     }
 
     fn is_signed(self) -> bool {
-        matches!(self.dtype, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+        matches!(
+            self.dtype,
+            DType::I2 | DType::I4 | DType::I8 | DType::I16 | DType::I32 | DType::I64
+        )
     }
 }
 
@@ -152,7 +192,7 @@ mod tests {
     use super::*;
 
     fn of(dtype: DType) -> ValueType {
-        ValueType::new(dtype).unwrap()
+        ValueType::new(dtype)
     }
 
     #[test]
@@ -198,7 +238,7 @@ mod tests {
     #[test]
     fn complex_values_are_re_plus_im_i() {
         let c64 = of(DType::C64);
-        assert_eq!(c64.bytes(), 8);
+        assert_eq!(c64.storage(), Storage::Whole(8));
         assert_eq!(c64.format(c64.encode_index(7)), "7+0i");
         for (text, shown) in [
             ("1.5-2i", "1.5-2i"),
@@ -212,10 +252,17 @@ mod tests {
     }
 
     #[test]
-    fn types_that_do_not_relayout_have_no_values() {
-        for dtype in [DType::I4, DType::U2, DType::F4E2M1FN, DType::C128] {
-            let err = ValueType::new(dtype).unwrap_err();
-            assert!(matches!(err, Error::Unsupported(_)), "{dtype}: {err}");
-        }
+    fn sub_byte_integers_and_c128_have_values() {
+        let (i4, u2, c128) = (of(DType::I4), of(DType::U2), of(DType::C128));
+        assert_eq!(i4.storage(), Storage::Packed(Packed::FOUR_BITS));
+        assert_eq!(i4.unpacked().storage(), Storage::Whole(1));
+        assert_eq!(i4.format(i4.encode_index(9)), "-7");
+        assert_eq!(i4.parse("-8").unwrap(), 0x8);
+        assert!(i4.parse("8").is_err());
+        assert_eq!(u2.format(u2.encode_index(6)), "2");
+        assert!(u2.parse("4").is_err());
+        assert_eq!(c128.storage(), Storage::Halves);
+        assert_eq!(c128.format(c128.encode_index(5)), "5+0i");
+        assert_eq!(c128.format(c128.parse("0.1-2i").unwrap()), "0.1-2i");
     }
 }

@@ -115,6 +115,7 @@ pub(crate) fn parse_layout(text: &str, column_offset: usize) -> Result<Parsed> {
     Ok(Parsed {
         layout: shaped.to_layout()?,
         dtype: None,
+        packed: None,
     })
 }
 

@@ -51,6 +51,7 @@ pub(crate) fn parse_layout(text: &str, column_offset: usize) -> Result<Parsed> {
     Ok(Parsed {
         layout,
         dtype: None,
+        packed: None,
     })
 }
 

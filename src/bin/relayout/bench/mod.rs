@@ -373,8 +373,11 @@ impl Job {
         let mut plans: Vec<Plan> = Vec::new();
         let mut jobs = Vec::new();
         for (k, &tactics) in Tactics::CANDIDATES.iter().enumerate() {
-            let plan =
-                Plan::with_tactics(&self.src, &self.dst, elem_size, tactics, Target::host())?;
+            let (src, dst, target) = (&self.src, &self.dst, Target::host());
+            let plan = match self.dtype.packed() {
+                Some(p) => Plan::packed(src, dst, p, tactics, target)?,
+                None => Plan::with_tactics(src, dst, elem_size, tactics, target)?,
+            };
             if plans.contains(&plan) {
                 continue;
             }
@@ -433,23 +436,33 @@ fn list(size: Size) -> Result<(), Error> {
     Ok(())
 }
 
-/// Times one job with the storage type of its element size.
+/// Times one job with the storage type of its element size (packed sub-byte elements as their
+/// bytes).
 fn measure(job: &Job, threads: usize, tune: bool, runs: [usize; 3]) -> Result<Row, Error> {
-    match job.dtype.size() {
-        1 => measure_as::<u8>(job, threads, tune, runs),
-        2 => measure_as::<u16>(job, threads, tune, runs),
-        4 => measure_as::<u32>(job, threads, tune, runs),
-        _ => measure_as::<u64>(job, threads, tune, runs),
+    match (job.dtype.packed(), job.dtype.size()) {
+        (Some(p), _) => measure_as::<u8>(job, threads, tune, runs, |s, d| {
+            reference::relayout_packed(&job.src, s, &job.dst, d, p.bits(), None)
+        }),
+        (None, 1) => measure_as::<u8>(job, threads, tune, runs, naive_loop(job)),
+        (None, 2) => measure_as::<u16>(job, threads, tune, runs, naive_loop(job)),
+        (None, 4) => measure_as::<u32>(job, threads, tune, runs, naive_loop(job)),
+        (None, _) => measure_as::<u64>(job, threads, tune, runs, naive_loop(job)),
     }
 }
 
+/// The reference relayout of the job's layouts: the naive loop.
+fn naive_loop<T: Copy>(job: &Job) -> impl Fn(&[T], &mut [T]) -> Result<(), Error> + '_ {
+    move |s, d| reference::relayout(&job.src, s, &job.dst, d, None)
+}
+
 /// Compiles the job's kernel (tuned unless `tune` is off) and times it, memcpy and the naive
-/// loop on the same buffers.
+/// loop (`naive`) on the same buffers.
 fn measure_as<T: Element>(
     job: &Job,
     threads: usize,
     tune: bool,
     runs: [usize; 3],
+    naive: impl Fn(&[T], &mut [T]) -> Result<(), Error>,
 ) -> Result<Row, Error> {
     let mut options = Options::new().dtype(job.dtype).threads(threads).tune(tune);
     if let Some(tactics) = job.tactics {
@@ -457,13 +470,15 @@ fn measure_as<T: Element>(
     }
     let requested = std::time::Instant::now();
     let kernel = compile_relayout_with(&job.src, &job.dst, options.clone())?;
-    let elements = job.src.size();
+    // Buffer slots of `n` elements: elements, or the bytes of packed ones.
+    let slots = |n: usize| job.dtype.packed().map_or(n, |p| p.bytes_for(n));
+    let elements = slots(job.src.size());
     // Every page is written before timing, so no contender pays for first touches; a source of
     // distinct values keeps reads off the shared zero page. Every buffer starts a page, so no
     // contender gains or loses by where the allocator put it.
     let fill = |len: usize| PageAligned::from_fn(len, |i| T::from_bits(i as u64));
-    let src = fill(job.src.cosize());
-    let mut dst = PageAligned::filled(job.dst.cosize(), T::from_bits(u64::MAX));
+    let src = fill(slots(job.src.cosize()));
+    let mut dst = PageAligned::filled(slots(job.dst.cosize()), T::from_bits(u64::MAX));
     // memcpy copies the tensor's bytes; a broadcast source has fewer slots, so it reads its own.
     let spare;
     let copy_from = if src.len() >= elements {
@@ -492,9 +507,9 @@ fn measure_as<T: Element>(
             parallel_copy(copy_from, &mut dst[..elements], threads);
             Ok(())
         }
-        _ => reference::relayout(&job.src, &src, &job.dst, &mut dst, None),
+        _ => naive(&src, &mut dst),
     })?;
-    let bytes = elements * job.dtype.size();
+    let bytes = elements * std::mem::size_of::<T>();
     let gbps = |secs: f64| bytes as f64 / secs / 1e9;
     Ok(Row {
         case: job.name.clone(),
