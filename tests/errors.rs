@@ -311,7 +311,7 @@ fn aliasing_destinations() {
 fn element_sizes_and_types() {
     let src = Layout::row_major(&[3, 5]).unwrap();
     let dst = Layout::col_major(&[3, 5]).unwrap();
-    for size in [0, 3, 5, 16] {
+    for size in [0, 3, 5, 32] {
         let e = one_line(compile_relayout_with(
             &src,
             &dst,
@@ -449,8 +449,8 @@ fn command_line_errors_are_one_line() {
             "divides by zero",
         ),
         (
-            &["apply", "--src", "xla:s4[3]", "--dst", "cute:3:1"],
-            "unsupported: relayouts of i4 elements (4 bits each)",
+            &["apply", "--src", "xla:s4[4]{0:E(4)}", "--dst", "xla:s4[4]{0}"],
+            "unsupported: i4 elements packed on one side and a byte each on the other",
         ),
     ];
     for (args, want) in cases {
