@@ -520,7 +520,7 @@ impl Relayout {
             let whole = plan.dst_len() / packed.per_byte();
             dst[..whole].fill(packing::repeated(pad as u8, bits));
             for i in whole * packed.per_byte()..plan.dst_len() {
-                packing::set(dst, i, bits, pad as u8);
+                packing::write(dst, i, bits, pad as u8);
             }
         }
         // SAFETY: the lengths were checked above; `&[u8]` and `&mut [u8]` cannot overlap.
