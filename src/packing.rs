@@ -8,58 +8,72 @@
 //! shifts element `j` of a byte left by `bits · (elements_per_byte - j - 1)`.
 //!
 //! A packed relayout moves elements by these indices: the layouts' offsets count elements, and
-//! a buffer of `n` elements takes [`bytes_for`]`(n, bits)` bytes.
+//! a buffer of `n` elements takes [`Packed::bytes_for`]`(n)` bytes.
 //!
 //! ```
-//! use relayout::packing::{bytes_for, get, set};
+//! use relayout::packing::{get, set};
+//! use relayout::plan::Packed;
 //!
+//! let int4 = Packed::FOUR_BITS;
 //! let mut buf = [0u8; 2];
-//! set(&mut buf, 0, 4, 0x3); // element 0: the high nibble of byte 0
-//! set(&mut buf, 1, 4, 0xa); // element 1: the low nibble
-//! set(&mut buf, 2, 4, 0xf);
+//! set(&mut buf, 0, int4, 0x3)?; // element 0: the high nibble of byte 0
+//! set(&mut buf, 1, int4, 0xa)?; // element 1: the low nibble
+//! set(&mut buf, 2, int4, 0xf)?;
 //! assert_eq!(buf, [0x3a, 0xf0]);
-//! assert_eq!((get(&buf, 1, 4), get(&buf, 3, 4)), (0xa, 0));
-//! assert_eq!(bytes_for(3, 4), 2);
+//! assert_eq!((get(&buf, 1, int4)?, get(&buf, 3, int4)?), (0xa, 0));
+//! assert!(get(&buf, 4, int4).is_err()); // beyond the buffer
+//! assert_eq!(int4.bytes_for(3), 2);
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
 use crate::error::{Error, Result};
+use crate::plan::Packed;
+
+/// The bits (low bits of the result) of element `index` of a packed buffer; fails with
+/// [`Error::PackedBufferTooShort`] when the buffer does not hold that element.
+pub fn get(buf: &[u8], index: usize, packed: Packed) -> Result<u8> {
+    check_len("packed", index.saturating_add(1), packed.bits(), buf.len())?;
+    Ok(read(buf, index, packed.bits()))
+}
+
+/// Sets element `index` of a packed buffer to the low bits of `value`, leaving the other
+/// elements of its byte alone; fails as [`get`] does.
+pub fn set(buf: &mut [u8], index: usize, packed: Packed, value: u8) -> Result<()> {
+    check_len("packed", index.saturating_add(1), packed.bits(), buf.len())?;
+    write(buf, index, packed.bits(), value);
+    Ok(())
+}
 
 /// Bytes that hold `elements` elements of `bits` bits (2 or 4), packed.
-pub fn bytes_for(elements: usize, bits: u32) -> usize {
+pub(crate) fn bytes_for(elements: usize, bits: u32) -> usize {
     elements.div_ceil(per_byte(bits))
 }
 
 /// Elements of `bits` bits (2 or 4) in one byte.
-pub fn per_byte(bits: u32) -> usize {
+pub(crate) fn per_byte(bits: u32) -> usize {
     8 / bits as usize
 }
 
-/// The bits (low `bits` bits of the result) of element `index` of a packed buffer.
-///
-/// Panics if `index` is beyond the buffer; `bits` is 2 or 4.
-pub fn get(buf: &[u8], index: usize, bits: u32) -> u8 {
+/// [`get`] for an index the caller has checked; `bits` is 2 or 4.
+pub(crate) fn read(buf: &[u8], index: usize, bits: u32) -> u8 {
     let (byte, shift) = place(index, bits);
     (buf[byte] >> shift) & mask(bits)
 }
 
-/// Sets element `index` of a packed buffer to the low `bits` bits of `value`, leaving the other
-/// elements of its byte alone.
-///
-/// Panics if `index` is beyond the buffer; `bits` is 2 or 4.
-pub fn set(buf: &mut [u8], index: usize, bits: u32, value: u8) {
+/// [`set`] for an index the caller has checked; `bits` is 2 or 4.
+pub(crate) fn write(buf: &mut [u8], index: usize, bits: u32, value: u8) {
     let (byte, shift) = place(index, bits);
     buf[byte] = (buf[byte] & !(mask(bits) << shift)) | ((value & mask(bits)) << shift);
 }
 
 /// A byte holding the low `bits` bits of `value` in every one of its elements (how a pad value
 /// fills a packed buffer).
-pub fn repeated(value: u8, bits: u32) -> u8 {
+pub(crate) fn repeated(value: u8, bits: u32) -> u8 {
     (0..per_byte(bits)).fold(0, |b, i| b | ((value & mask(bits)) << (i as u32 * bits)))
 }
 
 /// Fails unless `bits` is a packed element size: 2 or 4.
-pub fn check_bits(bits: u32) -> Result<()> {
+pub(crate) fn check_bits(bits: u32) -> Result<()> {
     match bits {
         2 | 4 => Ok(()),
         _ => Err(Error::ElementType(format!(
@@ -69,7 +83,7 @@ pub fn check_bits(bits: u32) -> Result<()> {
 }
 
 /// Fails unless a buffer of `len` bytes holds `elements` packed elements of `bits` bits.
-pub fn check_len(which: &'static str, elements: usize, bits: u32, len: usize) -> Result<()> {
+pub(crate) fn check_len(which: &'static str, elements: usize, bits: u32, len: usize) -> Result<()> {
     let needed = bytes_for(elements, bits);
     if len < needed {
         return Err(Error::PackedBufferTooShort {
@@ -101,13 +115,13 @@ mod tests {
     fn two_bit_elements_fill_a_byte_from_the_top() {
         let mut buf = [0u8; 1];
         for (i, v) in [1u8, 2, 3, 0].into_iter().enumerate() {
-            set(&mut buf, i, 2, v);
+            set(&mut buf, i, Packed::TWO_BITS, v).unwrap();
         }
         assert_eq!(buf, [0b01_10_11_00]);
-        assert_eq!(
-            (0..4).map(|i| get(&buf, i, 2)).collect::<Vec<_>>(),
-            [1, 2, 3, 0]
-        );
+        let got: Vec<u8> = (0..4).map(|i| read(&buf, i, 2)).collect();
+        assert_eq!(got, [1, 2, 3, 0]);
+        assert!(set(&mut buf, 4, Packed::TWO_BITS, 1).is_err());
+        assert!(get(&buf, 4, Packed::TWO_BITS).is_err());
         assert_eq!(repeated(0b10, 2), 0b10_10_10_10);
         assert_eq!(repeated(0x7, 4), 0x77);
     }

@@ -148,7 +148,8 @@ fn check_sizes<S: Element, D: Element>(conversion: Conversion) -> Result<()> {
 
 /// [`relayout`] for elements of `bits` bits (2 or 4) packed several to a byte, in XLA's bit
 /// order (see [`crate::packing`]): `src` and `dst` are the packed bytes, and must hold each
-/// layout's [`Layout::cosize`] elements ([`packing::bytes_for`] bytes). With `pad = Some(v)`,
+/// layout's [`Layout::cosize`] elements ([`Packed::bytes_for`](crate::plan::Packed::bytes_for)
+/// bytes). With `pad = Some(v)`,
 /// every element slot of the destination that holds no element is set to `v` (its low `bits`
 /// bits) first; with `None`, those slots are left alone.
 ///
@@ -180,14 +181,14 @@ pub fn relayout_packed(
     }
     if let Some(v) = pad {
         for i in 0..dst_layout.cosize() {
-            packing::set(dst, i, bits, v);
+            packing::write(dst, i, bits, v);
         }
     }
     let (src_start, dst_start) = (src_layout.buffer_start(), dst_layout.buffer_start());
     for_each_coord(src_layout.shape(), |x| {
         let from = (src_layout.offset_unchecked(x) - src_start) as usize;
         let to = (dst_layout.offset_unchecked(x) - dst_start) as usize;
-        packing::set(dst, to, bits, packing::get(src, from, bits));
+        packing::write(dst, to, bits, packing::read(src, from, bits));
     });
     Ok(())
 }

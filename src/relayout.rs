@@ -210,7 +210,7 @@ impl Options {
                 ..self
             };
         }
-        if self.elem_size == WIDE_ELEMENT && elem_size == WIDE_ELEMENT / 2 {
+        if self.dtype == Some(DType::C128) && elem_size == WIDE_ELEMENT / 2 {
             // A real pad value for 16-byte complex elements: its imaginary part is 0.
             return self.pad_bits(value.to_bits());
         }
@@ -458,13 +458,13 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     }
     let packed = options.dtype.and_then(DType::packed);
     // 16-byte elements move as their two 8-byte halves.
-    let (src, dst, elem_size) = match options.elem_size {
-        WIDE_ELEMENT => (
+    let (src, dst, elem_size) = match options.dtype {
+        Some(DType::C128) => (
             src.split_elements(2)?,
             dst.split_elements(2)?,
             WIDE_ELEMENT / 2,
         ),
-        size => (src.clone(), dst.clone(), size),
+        _ => (src.clone(), dst.clone(), options.elem_size),
     };
     let engine = Engine::global();
     let mut request = Request {
@@ -543,9 +543,9 @@ impl Relayout {
         }
         if let Some(bits) = self.options.pad_bits {
             let dst = &mut dst[..plan.dst_len()];
-            match self.options.elem_size {
+            match self.options.dtype {
                 // Each element is two halves: the low 8 bytes, then the high.
-                WIDE_ELEMENT => dst.chunks_exact_mut(2).for_each(|pair| {
+                Some(DType::C128) => dst.chunks_exact_mut(2).for_each(|pair| {
                     pair[0] = D::from_bits(bits as u64);
                     pair[1] = D::from_bits((bits >> 64) as u64);
                 }),
@@ -568,7 +568,7 @@ impl Relayout {
             let whole = plan.dst_len() / packed.per_byte();
             dst[..whole].fill(packing::repeated(pad as u8, bits));
             for i in whole * packed.per_byte()..plan.dst_len() {
-                packing::set(dst, i, bits, pad as u8);
+                packing::write(dst, i, bits, pad as u8);
             }
         }
         // SAFETY: the lengths were checked above; `&[u8]` and `&mut [u8]` cannot overlap.

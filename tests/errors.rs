@@ -544,8 +544,8 @@ fn command_line_errors_are_one_line() {
             "divides by zero",
         ),
         (
-            &["apply", "--src", "xla:s4[3]", "--dst", "cute:3:1"],
-            "unsupported: relayouts of i4 elements (4 bits each)",
+            &["apply", "--src", "xla:s4[4]{0:E(4)}", "--dst", "xla:s4[4]{0}"],
+            "unsupported: i4 elements packed on one side and a byte each on the other",
         ),
     ];
     for (args, want) in cases {

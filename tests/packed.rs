@@ -10,7 +10,7 @@ use common::random_layouts::pair_from;
 use common::{check_plan_moves_of, permutations};
 use proptest::prelude::*;
 use relayout::plan::{Kernel, Packed, Plan, Tactics};
-use relayout::{compile_relayout_with, packing, reference, DType, Error, Layout, Options, Target};
+use relayout::{compile_relayout_with, reference, DType, Error, Layout, Options, Target};
 
 /// What every destination byte holds before a run, so that slots a relayout must leave alone
 /// are checked too.
@@ -18,7 +18,7 @@ const MARKER: u8 = 0xa5;
 
 /// Source bytes whose every element differs from its neighbours.
 fn source_bytes(elements: usize, bits: u32) -> Vec<u8> {
-    (0..packing::bytes_for(elements, bits))
+    (0..packed(bits).bytes_for(elements))
         .map(|i| (i as u32).wrapping_mul(167).wrapping_add(29) as u8)
         .collect()
 }
@@ -53,17 +53,10 @@ fn check_packed(
     }
     let kernel =
         compile_relayout_with(src, dst, options).map_err(|e| format!("{}: {e}", what()))?;
-    let plan = Plan::packed(
-        src,
-        dst,
-        Packed::new(bits).unwrap(),
-        Tactics::default(),
-        Target::host(),
-    )
-    .map_err(|e| format!("plan {}: {e}", what()))?;
+    let plan = packed_plan(src, dst, bits).map_err(|e| format!("plan {}: {e}", what()))?;
     plan.verify().map_err(|v| format!("{}: {v}", what()))?;
     let a = source_bytes(src.cosize(), bits);
-    let dst_bytes = packing::bytes_for(dst.cosize(), bits);
+    let dst_bytes = packed(bits).bytes_for(dst.cosize());
     let mut want = vec![MARKER; dst_bytes];
     reference::relayout_packed(src, &a, dst, &mut want, bits, pad)
         .map_err(|e| format!("reference {}: {e}", what()))?;
@@ -88,9 +81,17 @@ fn check_packed(
 
 /// The plan interpreter's check (every element moved once, to its slot) on the packed plan.
 fn check_packed_plan(src: &Layout, dst: &Layout, bits: u32) {
-    let packed = Packed::new(bits).unwrap();
-    let plan = Plan::packed(src, dst, packed, Tactics::default(), Target::host()).unwrap();
-    check_plan_moves_of(&plan, src, dst);
+    check_plan_moves_of(&packed_plan(src, dst, bits).unwrap(), src, dst);
+}
+
+/// Elements of `bits` bits, packed.
+fn packed(bits: u32) -> Packed {
+    Packed::new(bits).unwrap()
+}
+
+/// The packed plan of the pair, with the default tactics, for this machine.
+fn packed_plan(src: &Layout, dst: &Layout, bits: u32) -> relayout::Result<Plan> {
+    Plan::packed(src, dst, packed(bits), Tactics::default(), Target::host())
 }
 
 #[test]
@@ -126,14 +127,7 @@ fn four_bit_transposes_of_whole_tiles_and_edges_take_the_nibble_kernel() {
     for (rows, cols) in [(32, 16), (64, 96), (70, 130), (33, 47), (128, 64)] {
         let src = Layout::row_major(&[rows, cols]).unwrap();
         let dst = Layout::col_major(&[rows, cols]).unwrap();
-        let plan = Plan::packed(
-            &src,
-            &dst,
-            Packed::FOUR_BITS,
-            Tactics::default(),
-            Target::host(),
-        )
-        .unwrap();
+        let plan = packed_plan(&src, &dst, 4).unwrap();
         let transposes = plan
             .regions()
             .iter()
@@ -282,14 +276,7 @@ fn rows_that_start_mid_byte_move_element_by_element() {
     // their place would write half a byte of the neighbouring row.
     let src = Layout::parse("cute:(8,5):(5,1)").unwrap();
     let dst = Layout::parse("cute:(8,5):(8,1)").unwrap();
-    let plan = Plan::packed(
-        &src,
-        &dst,
-        Packed::FOUR_BITS,
-        Tactics::default(),
-        Target::host(),
-    )
-    .unwrap();
+    let plan = packed_plan(&src, &dst, 4).unwrap();
     assert!(plan.verify().is_ok());
     assert!(plan.regions().iter().all(|r| r.kernel == Kernel::Element));
     let bytes = Plan::new(&src, &dst, 1).unwrap();

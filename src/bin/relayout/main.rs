@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use conversion_args::ConversionArgs;
+use relayout::plan::Packed;
 use relayout::{
     compile_relayout_with, notation, packing, reference, Conversion, DType, Element, Error, Layout,
     Options, PerIndex, Relayout,
@@ -318,7 +319,7 @@ fn with_element_types<R>(src: ValueType, dst: ValueType, f: impl FnOnce(&dyn Run
     }
     match src.storage() {
         // Packed and 16-byte elements never convert: the destination stores them alike.
-        Storage::Packed(p) => f(&PackedBits(p.bits())),
+        Storage::Packed(p) => f(&PackedBits(p)),
         Storage::Halves => f(&Halves),
         Storage::Whole(1) => to::<u8, R>(dst, f),
         Storage::Whole(2) => to::<u16, R>(dst, f),
@@ -392,31 +393,31 @@ impl<S: Element, D: Element> Runner for Typed<S, D> {
     }
 }
 
-/// A [`Runner`] for sub-byte elements of this many bits, packed into bytes.
-struct PackedBits(u32);
+/// A [`Runner`] for sub-byte elements packed into bytes.
+struct PackedBits(Packed);
 
 impl PackedBits {
-    fn pack(&self, values: &[u128]) -> Vec<u8> {
-        let mut bytes = vec![0; packing::bytes_for(values.len(), self.0)];
+    fn pack(&self, values: &[u128]) -> Result<Vec<u8>, Error> {
+        let mut bytes = vec![0; self.0.bytes_for(values.len())];
         for (i, &v) in values.iter().enumerate() {
-            packing::set(&mut bytes, i, self.0, v as u8);
+            packing::set(&mut bytes, i, self.0, v as u8)?;
         }
-        bytes
+        Ok(bytes)
     }
 
-    fn unpack(&self, bytes: &[u8], values: &mut [u128]) {
+    fn unpack(&self, bytes: &[u8], values: &mut [u128]) -> Result<(), Error> {
         for (i, v) in values.iter_mut().enumerate() {
-            *v = packing::get(bytes, i, self.0) as u128;
+            *v = packing::get(bytes, i, self.0)? as u128;
         }
+        Ok(())
     }
 }
 
 impl Runner for PackedBits {
     fn kernel(&self, kernel: &Relayout, src: &[u128], dst: &mut [u128]) -> Result<(), Error> {
-        let mut out = self.pack(dst);
-        kernel.run(&self.pack(src), &mut out)?;
-        self.unpack(&out, dst);
-        Ok(())
+        let mut out = self.pack(dst)?;
+        kernel.run(&self.pack(src)?, &mut out)?;
+        self.unpack(&out, dst)
     }
 
     fn reference(
@@ -428,18 +429,11 @@ impl Runner for PackedBits {
         _: (Conversion, Option<&PerIndex>),
         pad: Option<u128>,
     ) -> Result<(), Error> {
-        let mut out = self.pack(dst);
+        let mut out = self.pack(dst)?;
+        let (input, bits) = (self.pack(src)?, self.0.bits());
         let pad = pad.map(|p| p as u8);
-        reference::relayout_packed(
-            src_layout,
-            &self.pack(src),
-            dst_layout,
-            &mut out,
-            self.0,
-            pad,
-        )?;
-        self.unpack(&out, dst);
-        Ok(())
+        reference::relayout_packed(src_layout, &input, dst_layout, &mut out, bits, pad)?;
+        self.unpack(&out, dst)
     }
 }
 
