@@ -584,6 +584,31 @@ fn affine_maps_convert_in_every_kernel() {
     }
 }
 
+/// Shifts of zero: +0 turns a product of -0 into +0 (kept by float destinations, lost by
+/// integer ones), -0 changes nothing; the kernels leave out the additions that change nothing
+/// the destination keeps, and must still match the reference bit for bit.
+#[test]
+fn affine_maps_with_zero_shifts_convert_in_every_kernel() {
+    let pairs = pairs();
+    for from in NUMERIC {
+        for to in NUMERIC {
+            for (k, (src, dst)) in pairs.iter().enumerate() {
+                for shift in [0.0, -0.0] {
+                    let c = convert(from, to).affine(-0.37, shift).unwrap();
+                    check_sized(src, dst, c, None, None);
+                }
+                let dim = k % src.rank();
+                let scales: Vec<f64> = (0..src.shape()[dim]).map(|i| i as f64 - 2.5).collect();
+                let minus_zeros = vec![-0.0; scales.len()];
+                for shifts in [&[][..], &minus_zeros] {
+                    let map = PerIndex::new(dim, &scales, shifts).unwrap();
+                    check_sized_map(src, dst, convert(from, to), Some(&map), None, None);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn staged_and_streamed_kernels_convert() {
     let pairs = pairs();

@@ -15,6 +15,8 @@
 //! the index along the map's dim: one vector load when the lanes step through the index one by
 //! one, one splat when they share it, lane by lane otherwise ([`LaneIndex`]).
 
+use std::collections::HashMap;
+
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
 
@@ -27,6 +29,31 @@ use crate::dtype::DType;
 pub(super) enum Float {
     F32,
     F64,
+}
+
+/// Register `j` of a converted run of `n` elements, whose lanes take their scales and shifts
+/// at `index`.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    j: usize,
+    n: usize,
+    index: LaneIndex,
+}
+
+/// The half of a per-index map's table: its scales, then its shifts.
+#[derive(Debug, Clone, Copy)]
+enum TableColumn {
+    Scales,
+    Shifts,
+}
+
+/// How a read of a per-index map's table fills a vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum TableRead {
+    /// Consecutive entries, one per lane.
+    Vector,
+    /// One entry in every lane.
+    Splat,
 }
 
 /// How a 64-bit integer rounds into f64 lanes.
@@ -81,9 +108,33 @@ pub(super) enum Route {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Affine {
     /// One scale and shift for every element.
-    Tensor(f64, f64),
+    Tensor { scale: f64, shift: f64, adds: Shift },
     /// A scale and shift per index, read from the map's table.
-    PerIndex,
+    PerIndex(Shift),
+}
+
+/// Whether a map's shifts are added, or left out because adding them changes nothing the
+/// destination keeps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Shift {
+    /// Added.
+    Add,
+    /// Every shift is -0 (adding it gives back every value, -0 and NaN included), or ±0 while
+    /// the destination is an integer type (where only the sign of a zero could change).
+    Skip,
+}
+
+impl Shift {
+    /// How shifts `shifts` (the one of a per-tensor map, or every one of a per-index map) are
+    /// applied on the way to `to`.
+    fn of(mut shifts: impl Iterator<Item = f64>, to: DType) -> Shift {
+        let integer = matches!(Kind::of(to), Some(Kind::Int { .. }));
+        let void = |b: f64| b.to_bits() == (-0.0f64).to_bits() || (b == 0.0 && integer);
+        match shifts.all(void) {
+            true => Shift::Skip,
+            false => Shift::Add,
+        }
+    }
 }
 
 /// Where the lanes of a converted run find their scales and shifts in a per-index map's
@@ -111,8 +162,15 @@ impl Route {
             _ => None,
         };
         let affine = match map {
-            Some(_) => Some(Affine::PerIndex),
-            None => c.scale_shift().map(|(a, b)| Affine::Tensor(a, b)),
+            Some(m) => {
+                let shifts = (0..m.len()).map(|i| m.scale_shift(i).1);
+                Some(Affine::PerIndex(Shift::of(shifts, to)))
+            }
+            None => c.scale_shift().map(|(scale, shift)| Affine::Tensor {
+                scale,
+                shift,
+                adds: Shift::of(std::iter::once(shift), to),
+            }),
         };
         if let (Some(f), Some(t), None) = (int(from), int(to), affine) {
             return Route::Integer { from: f, to: t };
@@ -262,10 +320,12 @@ impl Emitter<'_> {
                 let mut lanes = self.decode(vs, n, from, decode, wide);
                 lanes = self.change_float(lanes, n, compute);
                 match affine {
-                    Some(Affine::Tensor(scale, shift)) => {
-                        lanes = self.affine(lanes, scale, shift);
+                    Some(Affine::Tensor { scale, shift, adds }) => {
+                        lanes = self.affine(lanes, scale, shift, adds);
                     }
-                    Some(Affine::PerIndex) => lanes = self.affine_per_index(lanes, n, index),
+                    Some(Affine::PerIndex(shift)) => {
+                        lanes = self.affine_per_index(lanes, n, index, shift);
+                    }
                     None => {}
                 }
                 self.encode(lanes, n, to)
@@ -554,18 +614,25 @@ impl Emitter<'_> {
     }
 
     /// `scale · x + shift` on every lane, each operation rounded.
-    fn affine(&mut self, lanes: Lanes, scale: f64, shift: f64) -> Lanes {
-        let (a, b) = if lanes.ty == types::F32X4 {
-            (self.f32_splat(scale as f32), self.f32_splat(shift as f32))
-        } else {
-            (self.f64_splat(scale), self.f64_splat(shift))
+    fn affine(&mut self, lanes: Lanes, scale: f64, shift: f64, adds: Shift) -> Lanes {
+        let splat = |e: &mut Self, v: f64| match lanes.ty == types::F32X4 {
+            true => e.f32_splat(v as f32),
+            false => e.f64_splat(v),
+        };
+        let a = splat(self, scale);
+        let b = match adds {
+            Shift::Add => Some(splat(self, shift)),
+            Shift::Skip => None,
         };
         let regs = lanes
             .regs
             .into_iter()
             .map(|x| {
                 let y = self.b.ins().fmul(x, a);
-                self.b.ins().fadd(y, b)
+                match b {
+                    Some(b) => self.b.ins().fadd(y, b),
+                    None => y,
+                }
             })
             .collect();
         Lanes { regs, ..lanes }
@@ -573,57 +640,97 @@ impl Emitter<'_> {
 
     /// `scale[i] · x + shift[i]` on the first `n` lanes, each operation rounded, with lane `m`'s
     /// scale and shift from index `index.first + m · index.step` of the map's table.
-    fn affine_per_index(&mut self, lanes: Lanes, n: usize, index: LaneIndex) -> Lanes {
+    fn affine_per_index(&mut self, lanes: Lanes, n: usize, index: LaneIndex, shift: Shift) -> Lanes {
+        let ty = lanes.ty;
+        let regs = self.sharing_table_loads(|e| {
+            lanes
+                .regs
+                .into_iter()
+                .enumerate()
+                .map(|(j, x)| {
+                    let run = Run { j, n, index };
+                    let a = e.table_lanes(ty, run, TableColumn::Scales);
+                    let y = e.b.ins().fmul(x, a);
+                    match shift {
+                        Shift::Add => {
+                            let b = e.table_lanes(ty, run, TableColumn::Shifts);
+                            e.b.ins().fadd(y, b)
+                        }
+                        Shift::Skip => y,
+                    }
+                })
+                .collect()
+        });
+        Lanes { regs, ty }
+    }
+
+    /// The scales or shifts of the lanes of register `run.j` (float lanes of `ty`) of a run of
+    /// `run.n` elements.
+    fn table_lanes(&mut self, ty: Type, run: Run, column: TableColumn) -> Value {
+        let Run { j, n, index } = run;
         let table = self
             .table
             .expect("a per-index map's kernel has its table pointer");
-        let per_reg = lanes.ty.lane_count() as usize;
-        let lane_ty = lanes.ty.lane_type();
+        let per_reg = ty.lane_count() as usize;
+        let first = (j * per_reg) as i64;
+        let count = per_reg.min(n.saturating_sub(j * per_reg));
         let bytes = self.index_bytes;
-        let shifts = self.index_len * bytes;
-        let splat = |e: &mut Self, at: i64| {
-            let (base, offset) = e.address(table, at);
-            let v = e.b.ins().load(lane_ty, e.flags, base, offset);
-            e.b.ins().splat(lanes.ty, v)
+        let table_at = match column {
+            TableColumn::Scales => 0,
+            TableColumn::Shifts => self.index_len * bytes,
         };
-        // Lanes that share one index share its two splats.
-        let shared = (index.step == 0).then(|| {
-            let at = index.first * bytes;
-            [splat(self, at), splat(self, shifts + at)]
-        });
-        let regs = lanes
-            .regs
-            .into_iter()
-            .enumerate()
-            .map(|(j, x)| {
-                let first = (j * per_reg) as i64;
-                let count = per_reg.min(n.saturating_sub(j * per_reg));
-                let [a, b] = shared.unwrap_or_else(|| {
-                    [0, shifts].map(|table_at| {
-                        let at = |m: i64| table_at + (index.first + m * index.step) * bytes;
-                        if index.step == 1 && count == per_reg {
-                            let (base, offset) = self.address(table, at(first));
-                            return self.b.ins().load(lanes.ty, self.flags, base, offset);
-                        }
-                        // Lane by lane; lanes past the `n` elements stay 0 (nothing is read
-                        // for them).
-                        let mut v = match per_reg {
-                            4 => self.f32_splat(0.0),
-                            _ => self.f64_splat(0.0),
-                        };
-                        for m in 0..count {
-                            let (base, offset) = self.address(table, at(first + m as i64));
-                            let x = self.b.ins().load(lane_ty, self.flags, base, offset);
-                            v = self.b.ins().insertlane(v, x, m as u8);
-                        }
-                        v
-                    })
-                });
-                let y = self.b.ins().fmul(x, a);
-                self.b.ins().fadd(y, b)
-            })
-            .collect();
-        Lanes { regs, ..lanes }
+        let at = |m: i64| table_at + (index.first + m * index.step) * bytes;
+        // Lanes that share one index share its splat.
+        if index.step == 0 {
+            return self.table_read(table, at(0), ty, TableRead::Splat);
+        }
+        if index.step == 1 && count == per_reg {
+            return self.table_read(table, at(first), ty, TableRead::Vector);
+        }
+        // Lane by lane; lanes past the `n` elements stay 0 (nothing is read for them).
+        let mut v = match per_reg {
+            4 => self.f32_splat(0.0),
+            _ => self.f64_splat(0.0),
+        };
+        for m in 0..count {
+            let (base, offset) = self.address(table, at(first + m as i64));
+            let x = self.b.ins().load(ty.lane_type(), self.flags, base, offset);
+            v = self.b.ins().insertlane(v, x, m as u8);
+        }
+        v
+    }
+
+    /// The table entries at byte `at` from `table` as a vector of `ty`: `ty`'s lanes of
+    /// consecutive entries, or one entry in every lane. Within
+    /// [`sharing_table_loads`](Self::sharing_table_loads), a read already emitted is reused.
+    fn table_read(&mut self, table: Value, at: i64, ty: Type, read: TableRead) -> Value {
+        if let Some(&v) = self.table_reads.as_ref().and_then(|r| r.get(&(table, at, read))) {
+            return v;
+        }
+        let (base, offset) = self.address(table, at);
+        let v = match read {
+            TableRead::Vector => self.b.ins().load(ty, self.flags, base, offset),
+            TableRead::Splat => {
+                let x = self.b.ins().load(ty.lane_type(), self.flags, base, offset);
+                self.b.ins().splat(ty, x)
+            }
+        };
+        if let Some(reads) = &mut self.table_reads {
+            reads.insert((table, at, read), v);
+        }
+        v
+    }
+
+    /// Runs `f`, which emits straight-line code (no blocks), reading each table entry it
+    /// needs once: tiles whose rows take the same scales load them once, not once per row.
+    pub(super) fn sharing_table_loads<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        if self.table_reads.is_some() {
+            return f(self);
+        }
+        self.table_reads = Some(HashMap::new());
+        let r = f(self);
+        self.table_reads = None;
+        r
     }
 
     /// Float lanes encoded as the first `n` elements of type `to`, in 16-byte vectors.
@@ -704,9 +811,6 @@ impl Emitter<'_> {
     /// Rounded f32 lanes (`regs`) as integers of `to` (at most 32 bits): converted (NaN to 0)
     /// and narrowed with saturating packs.
     fn single_to_small_int(&mut self, regs: Vec<Value>, to: Int) -> Vec<Value> {
-        // To i32 (saturating, NaN to 0), then the saturating packs clamp to the narrower range
-        // (a float clamp before the conversion would cost more: Cranelift's vector min and max
-        // handle NaN and signed zeros in several instructions).
         let ints: Vec<Value> = regs
             .into_iter()
             .map(|x| match to {
@@ -714,7 +818,8 @@ impl Emitter<'_> {
                     bits: 32,
                     signed: false,
                 } => self.b.ins().fcvt_to_uint_sat(types::I32X4, x),
-                _ => self.b.ins().fcvt_to_sint_sat(types::I32X4, x),
+                Int { bits: 32, .. } => self.b.ins().fcvt_to_sint_sat(types::I32X4, x),
+                _ => self.narrow_lanes_to_i32(x, to),
             })
             .collect();
         match to.bits {
@@ -731,6 +836,31 @@ impl Emitter<'_> {
                 })
             }
         }
+    }
+
+    /// Rounded f32 lanes as i32 lanes for an integer type `to` of at most 16 bits, which the
+    /// saturating packs then narrow: every lane that `to` holds exactly, larger ones at or
+    /// above `to`'s maximum, smaller ones at or below its minimum, NaN to 0 (or, for unsigned
+    /// `to`, to a negative value the packs make 0).
+    fn narrow_lanes_to_i32(&mut self, x: Value, to: Int) -> Value {
+        if !cfg!(target_arch = "x86_64") {
+            return self.b.ins().fcvt_to_sint_sat(types::I32X4, x);
+        }
+        // On x86-64, `cvttps2dq` alone: lanes above `to`'s maximum are lowered to it first
+        // (that conversion gives i32::MIN for NaN and lanes out of i32's range, which the
+        // packs saturate to the minimum), and NaN lanes of a signed `to` are zeroed. Cranelift's
+        // saturating conversion costs seven instructions; this costs two (unsigned) or four.
+        let max = self.f32_splat(to.max() as f32);
+        let above = self.b.ins().fcmp(FloatCC::LessThan, max, x);
+        let above = self.bitcast(types::F32X4, above);
+        // `max` where it is below the lane; NaN lanes stay NaN (x86 `minps max, x`).
+        let mut x = self.b.ins().bitselect(above, max, x);
+        if to.signed {
+            let ordered = self.b.ins().fcmp(FloatCC::Equal, x, x);
+            let ordered = self.bitcast(types::F32X4, ordered);
+            x = self.b.ins().band(x, ordered);
+        }
+        self.b.ins().x86_cvtt2dq(types::I32X4, x)
     }
 
     /// A vector of `ty` whose lane `i` (of `count`) is `f(lane i of x)`.
@@ -907,10 +1037,8 @@ impl Emitter<'_> {
         let rounded = self.b.ins().ushr_imm_u(rounded, 16);
         let quiet = self.int_splat(types::I32X4, 0x40);
         let nan = self.b.ins().bor(high, quiet);
-        let abs = self.int_splat(types::I32X4, 0x7fff_ffff);
-        let magnitude = self.b.ins().band(x, abs);
-        let inf = self.int_splat(types::I32X4, 0x7f80_0000);
-        let is_nan = self.b.ins().icmp(IntCC::SignedGreaterThan, magnitude, inf);
+        let float = self.bitcast(types::F32X4, x);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, float, float);
         self.b.ins().bitselect(is_nan, nan, rounded)
     }
 

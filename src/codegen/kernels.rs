@@ -411,20 +411,22 @@ impl Emitter<'_> {
         if group == 1 {
             return self.shuffle_tile(&tile, s, d);
         }
-        // Row `o` of tile `k` continues row `o` of tile `k - 1` in the destination.
-        let mut rows: Vec<(Vec<Value>, i64, Option<LaneIndex>)> = Vec::new();
-        for k in 0..group {
-            let (s, _) = self.advance(s, d, ((k * lanes) as i64 * b.src_stride, 0));
-            for (o, (reg, at, index)) in self.shuffled(&tile, s).into_iter().enumerate() {
-                match rows.get_mut(o) {
-                    Some((regs, _, _)) => regs.push(reg),
-                    None => rows.push((vec![reg], at, index)),
+        self.sharing_table_loads(|e| {
+            // Row `o` of tile `k` continues row `o` of tile `k - 1` in the destination.
+            let mut rows: Vec<(Vec<Value>, i64, Option<LaneIndex>)> = Vec::new();
+            for k in 0..group {
+                let (s, _) = e.advance(s, d, ((k * lanes) as i64 * b.src_stride, 0));
+                for (o, (reg, at, index)) in e.shuffled(&tile, s).into_iter().enumerate() {
+                    match rows.get_mut(o) {
+                        Some((regs, _, _)) => regs.push(reg),
+                        None => rows.push((vec![reg], at, index)),
+                    }
                 }
             }
-        }
-        for (regs, at, index) in rows {
-            self.store_vectors(&regs, group * lanes, d, at * self.dst_size, index);
-        }
+            for (regs, at, index) in rows {
+                e.store_vectors(&regs, group * lanes, d, at * e.dst_size, index);
+            }
+        });
     }
 
     /// Transpose tiles along `b` whose rows are converted and stored together when a conversion

@@ -28,6 +28,10 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
+use std::collections::HashMap;
+
+use convert::TableRead;
+
 use crate::convert::Arithmetic;
 use crate::plan::{Packed, Plan, Region};
 use crate::target::CRANELIFT_VECTOR_BYTES;
@@ -97,6 +101,7 @@ pub(crate) fn build(
             _ => 4,
         },
         index_len: map.map_or(0, |m| m.len() as i64),
+        table_reads: None,
         flags: MemFlagsData::new().with_notrap(),
         stage_bytes: plan.stage_bytes().unwrap_or(0),
         stage: None,
@@ -134,6 +139,9 @@ pub(crate) struct Emitter<'a> {
     index_bytes: i64,
     /// Indices of the map: the shifts follow the scales after this many entries.
     index_len: i64,
+    /// Within [`Emitter::sharing_table_loads`], the table reads emitted so far, by table
+    /// pointer, byte offset and what was read.
+    table_reads: Option<HashMap<(Value, i64, TableRead), Value>>,
     flags: MemFlagsData,
     /// Bytes of the staging buffer: the plan's largest staged block.
     stage_bytes: usize,

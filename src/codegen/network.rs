@@ -264,6 +264,33 @@ fn pairs_split(n: usize, shuffle: impl Fn(bool) -> Shuffle) -> Vec<Op> {
         .collect()
 }
 
+/// Output registers of `lanes` elements each, joined into runs of at most `most` registers that
+/// continue one another in the destination (and in a per-index map's index): each run's
+/// registers, its first destination element and its first lane's index.
+fn joined_runs(
+    outputs: Vec<(Value, i64, Option<LaneIndex>)>,
+    lanes: usize,
+    most: usize,
+) -> Vec<(Vec<Value>, i64, Option<LaneIndex>)> {
+    let mut runs: Vec<(Vec<Value>, i64, Option<LaneIndex>)> = Vec::new();
+    for (reg, at, index) in outputs {
+        if let Some((regs, first, first_index)) = runs.last_mut() {
+            let done = regs.len() * lanes;
+            let index_continues = match (*first_index, index) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.step == b.step && b.first == a.first + done as i64 * a.step,
+                _ => false,
+            };
+            if regs.len() < most && at == *first + done as i64 && index_continues {
+                regs.push(reg);
+                continue;
+            }
+        }
+        runs.push((vec![reg], at, index));
+    }
+    runs
+}
+
 /// A tile for [`Emitter::shuffle_tile`]: which registers to load and where each input element
 /// belongs in the destination.
 pub(super) struct Tile<'n> {
@@ -281,11 +308,20 @@ pub(super) struct Tile<'n> {
 impl Emitter<'_> {
     /// Loads the tile's registers from `s`, runs the network, and stores each output register
     /// where its first element belongs (the network guarantees its lanes are consecutive there).
+    /// A conversion that narrows the elements converts output registers that continue one
+    /// another in the destination together, so that they fill whole destination vectors.
     pub(super) fn shuffle_tile(&mut self, tile: &Tile, s: Value, d: Value) {
         let lanes = VECTOR_BYTES / self.src_size as usize;
-        for (reg, at, index) in self.shuffled(tile, s) {
-            self.store_vectors(&[reg], lanes, d, at * self.dst_size, index);
-        }
+        let per_store = match self.route {
+            Some(_) if self.dst_size < self.src_size => (self.src_size / self.dst_size) as usize,
+            _ => 1,
+        };
+        self.sharing_table_loads(|e| {
+            let outputs = e.shuffled(tile, s);
+            for (regs, at, index) in joined_runs(outputs, lanes, per_store) {
+                e.store_vectors(&regs, regs.len() * lanes, d, at * e.dst_size, index);
+            }
+        });
     }
 
     /// Loads the tile's registers from `s` and runs the network: each output register, with
