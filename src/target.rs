@@ -62,6 +62,22 @@ pub struct Target {
 }
 
 impl Target {
+    /// How many L1 sets the first lines of rows `row_bytes` apart fall into: 1 when they are a
+    /// multiple of a way (`l1_sets × line_bytes`) apart, every set when they are not a whole
+    /// number of lines apart.
+    pub(crate) fn start_sets(self, row_bytes: usize) -> usize {
+        let (line, sets) = (self.line_bytes.max(1), self.l1_sets.max(1));
+        if !row_bytes.is_multiple_of(line) {
+            return sets;
+        }
+        let mut lines = (row_bytes / line) % sets;
+        let mut gcd = sets;
+        while lines != 0 {
+            (gcd, lines) = (lines, gcd % lines);
+        }
+        sets / gcd
+    }
+
     /// The host as relayout models it: Cranelift's 16-byte vectors, 64-byte lines, an L1 data
     /// cache of 64 sets (4 KiB a way, as in the 32–48 KiB L1 caches of current x86-64 cores),
     /// streaming from 8 MiB of destination, staging up to 64 KiB.

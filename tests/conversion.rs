@@ -456,6 +456,12 @@ fn pairs() -> Vec<(Layout, Layout)> {
         p("xla:f32[5,70]{1,0}", "xla:f32[5,70]{1,0:T(2,8)}"),
         p("xla:f32[6,10]{1,0:T(4,2)}", "xla:f32[6,10]{0,1}"),
         p("cute:(32,6):(1,32)", "cute:((2,16),6):((96,1),16)"),
+        // Rows 4 KiB apart (of f32) into 16-row blocks: strips of few tiles whose source rows
+        // all start in one L1 set, which the transposes walk along.
+        p(
+            "cute:(32,1024):(1024,1)",
+            "cute:((16,2),1024):((1,16384),16)",
+        ),
     ]
 }
 

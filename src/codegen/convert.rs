@@ -640,7 +640,13 @@ impl Emitter<'_> {
 
     /// `scale[i] · x + shift[i]` on the first `n` lanes, each operation rounded, with lane `m`'s
     /// scale and shift from index `index.first + m · index.step` of the map's table.
-    fn affine_per_index(&mut self, lanes: Lanes, n: usize, index: LaneIndex, shift: Shift) -> Lanes {
+    fn affine_per_index(
+        &mut self,
+        lanes: Lanes,
+        n: usize,
+        index: LaneIndex,
+        shift: Shift,
+    ) -> Lanes {
         let ty = lanes.ty;
         let regs = self.sharing_table_loads(|e| {
             lanes
@@ -704,7 +710,11 @@ impl Emitter<'_> {
     /// consecutive entries, or one entry in every lane. Within
     /// [`sharing_table_loads`](Self::sharing_table_loads), a read already emitted is reused.
     fn table_read(&mut self, table: Value, at: i64, ty: Type, read: TableRead) -> Value {
-        if let Some(&v) = self.table_reads.as_ref().and_then(|r| r.get(&(table, at, read))) {
+        if let Some(&v) = self
+            .table_reads
+            .as_ref()
+            .and_then(|r| r.get(&(table, at, read)))
+        {
             return v;
         }
         let (base, offset) = self.address(table, at);

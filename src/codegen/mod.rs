@@ -34,7 +34,7 @@ use convert::TableRead;
 
 use crate::convert::Arithmetic;
 use crate::plan::{Packed, Plan, Region};
-use crate::target::CRANELIFT_VECTOR_BYTES;
+use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
 pub(crate) fn signature(call_conv: CallConv) -> Signature {
@@ -102,6 +102,7 @@ pub(crate) fn build(
         },
         index_len: map.map_or(0, |m| m.len() as i64),
         table_reads: None,
+        target: plan.target(),
         flags: MemFlagsData::new().with_notrap(),
         stage_bytes: plan.stage_bytes().unwrap_or(0),
         stage: None,
@@ -142,6 +143,8 @@ pub(crate) struct Emitter<'a> {
     /// Within [`Emitter::sharing_table_loads`], the table reads emitted so far, by table
     /// pointer, byte offset and what was read.
     table_reads: Option<HashMap<(Value, i64, TableRead), Value>>,
+    /// The machine the plan was made for.
+    target: Target,
     flags: MemFlagsData,
     /// Bytes of the staging buffer: the plan's largest staged block.
     stage_bytes: usize,

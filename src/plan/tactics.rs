@@ -169,7 +169,7 @@ impl Blocking {
     /// staged and its runs copied out one after another. On a 2-core AMD EPYC VM this took 512²
     /// f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
     pub fn fitted(row_bytes: usize, target: Target) -> Blocking {
-        match start_sets(row_bytes, target) {
+        match target.start_sets(row_bytes) {
             1 => Blocking::STAGED_RUNS,
             2 => Blocking::LONG_RUNS,
             _ => Blocking::DEFAULT,
@@ -358,20 +358,6 @@ impl FromStr for Tactics {
     }
 }
 
-/// How many L1 sets of `target` the first lines of rows `row_bytes` apart fall into.
-fn start_sets(row_bytes: usize, target: Target) -> usize {
-    let (line, sets) = (target.line_bytes.max(1), target.l1_sets.max(1));
-    if !row_bytes.is_multiple_of(line) {
-        return sets;
-    }
-    let mut lines = (row_bytes / line) % sets;
-    let mut gcd = sets;
-    while lines != 0 {
-        (gcd, lines) = (lines, gcd % lines);
-    }
-    sets / gcd
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,15 +377,15 @@ mod tests {
             (64, 64),
             (100, 64),
         ] {
-            assert_eq!(start_sets(row_bytes, host), sets, "{row_bytes}");
+            assert_eq!(host.start_sets(row_bytes), sets, "{row_bytes}");
         }
         // A machine with twice the sets: rows 4 KiB apart now start in two.
         let big_l1 = Target {
             l1_sets: 128,
             ..host
         };
-        assert_eq!(start_sets(4096, big_l1), 2);
-        assert_eq!(start_sets(8192, big_l1), 1);
+        assert_eq!(big_l1.start_sets(4096), 2);
+        assert_eq!(big_l1.start_sets(8192), 1);
     }
 
     #[test]
