@@ -80,8 +80,10 @@ struct PairArgs {
     /// Destination layout.
     #[arg(long)]
     dst: String,
-    /// Element type: u8 i8 u16 i16 f16 bf16 u32 i32 f32 u64 i64 f64 pred c64, or an 8-bit float
-    /// (f8e5m2 f8e4m3 f8e4m3fn f8e4m3b11fnuz f8e5m2fnuz f8e4m3fnuz f8e3m4 f8e8m0fnu); default f32,
+    /// Element type: u8 i8 u16 i16 f16 bf16 u32 i32 f32 u64 i64 f64 pred c64 c128, an 8-bit
+    /// float (f8e5m2 f8e4m3 f8e4m3fn f8e4m3b11fnuz f8e5m2fnuz f8e4m3fnuz f8e3m4 f8e8m0fnu), or a
+    /// sub-byte type (i4 u4 f4e2m1fn i2 u2: packed two or four to a byte, except in XLA
+    /// layouts without E(n), which hold one to a byte); default f32,
     /// or the type the XLA layouts name. With --to, the source's type.
     #[arg(long)]
     dtype: Option<String>,
