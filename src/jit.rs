@@ -138,12 +138,27 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let isa = host_isa(Optimise::of(&plan))?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
+    let convert_rows = runtime::convert_rows_f32_bf16_routine();
+    if let Some(routine) = convert_rows {
+        builder.symbol(runtime::CONVERT_ROWS_F32_BF16, routine);
+    }
     let mut module = JITModule::new(builder);
     let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
     let stream_rows = module
         .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
     debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
+    if convert_rows.is_some() {
+        // The same signature: pointers, rows, the row length and two strides.
+        let id = module
+            .declare_function(
+                runtime::CONVERT_ROWS_F32_BF16,
+                Linkage::Import,
+                &stream_rows_sig,
+            )
+            .map_err(|e| codegen_err(&e))?;
+        debug_assert_eq!(id.as_u32(), codegen::CONVERT_ROWS_NAME.index);
+    }
     let mut ctx = Context::new();
     ctx.func = function(&plan, module.isa());
     let id = module

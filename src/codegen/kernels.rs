@@ -5,7 +5,7 @@ use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Type, Value};
 
 use super::convert::LaneIndex;
 use super::network::{Network, Tile};
-use super::{Emitter, VECTOR_BYTES};
+use super::{Emitter, StagedConversion, VECTOR_BYTES};
 use crate::plan::{
     CopyWrite, Flush, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
     ZipWrite, SINGLE,
@@ -279,8 +279,6 @@ impl Emitter<'_> {
     /// by one call of the streaming routine, or by vector copies.
     fn staged_transpose(&mut self, tile: TransposeTile, flush: Flush, s: Value, d: Value) {
         let (a, b) = (tile.a, tile.b);
-        let slot = self.stage_slot();
-        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
         let row = b.extent as i64;
         let into_stage = TransposeTile {
             a: Loop {
@@ -289,23 +287,24 @@ impl Emitter<'_> {
             },
             ..tile
         };
-        self.transpose(into_stage, s, stage);
         let rows = Loop {
             extent: a.extent,
             src_stride: row,
             dst_stride: a.dst_stride,
             index_stride: 0,
         };
-        self.flushing(|e| match flush {
-            Flush::Streamed => {
-                let routine = e.stream_routine();
-                e.stream_copy(routine, rows, b.extent, stage, d)
-            }
+        let fill = |e: &mut Self, stage: Value| e.transpose(into_stage, s, stage);
+        match flush {
+            Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill),
             Flush::Copied => {
-                let row_bytes = row * e.dst_size;
-                e.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
+                let stage = self.stage_address();
+                fill(self, stage);
+                self.flushing(|e| {
+                    let row_bytes = row * e.dst_size;
+                    e.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
+                });
             }
-        });
+        }
     }
 
     /// The zips or unzips of `steps` (a single one for [`SINGLE`]) into the staging buffer,
@@ -321,23 +320,17 @@ impl Emitter<'_> {
         s: Value,
         d: Value,
     ) {
-        let slot = self.stage_slot();
-        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
-        match steps.extent {
-            1 => self.zip(tile, strips, s, stage),
-            _ => self.fixed_loop(steps, s, stage, |e, s, d| e.zip(tile, strips, s, d)),
-        }
-        self.flushing(|e| {
-            let routine = e.stream_routine();
-            e.stream_copy(routine, SINGLE, steps.extent * block, stage, d);
+        self.staged_streamed(SINGLE, steps.extent * block, d, |e, stage| {
+            match steps.extent {
+                1 => e.zip(tile, strips, s, stage),
+                _ => e.fixed_loop(steps, s, stage, |e, s, d| e.zip(tile, strips, s, d)),
+            }
         });
     }
 
     /// An unzip into the staging buffer, one row of `long.extent` elements per strip, then the
     /// rows out to their strips' places in the destination by one call of the streaming routine.
     fn staged_strips(&mut self, tile: ZipTile, s: Value, d: Value) {
-        let slot = self.stage_slot();
-        let stage = self.b.ins().stack_addr(types::I64, slot, 0);
         let row = tile.long.extent;
         let into_stage = ZipTile {
             short: Loop {
@@ -346,17 +339,51 @@ impl Emitter<'_> {
             },
             ..tile
         };
-        self.zip(into_stage, Strips::Deinterleave, s, stage);
         let rows = Loop {
             extent: tile.short.extent,
             src_stride: row as i64,
             dst_stride: tile.short.dst_stride,
             index_stride: 0,
         };
-        self.flushing(|e| {
-            let routine = e.stream_routine();
-            e.stream_copy(routine, rows, row, stage, d);
+        self.staged_streamed(rows, row, d, |e, stage| {
+            e.zip(into_stage, Strips::Deinterleave, s, stage)
         });
+    }
+
+    /// Runs `fill`, which writes a block into the staging buffer (at the address it is given),
+    /// then streams the block's `rows.extent` rows of `len` elements (`rows` strides apart in
+    /// the buffer and in `d`) out to `d`. Where the runtime converts rows of the plan's
+    /// conversion ([`StagedConversion::ByRoutine`]), the buffer holds source elements and the
+    /// runtime's routine converts them as it stores; otherwise the tiles store converted
+    /// elements and the streaming routine copies them.
+    fn staged_streamed(
+        &mut self,
+        rows: Loop,
+        len: usize,
+        d: Value,
+        fill: impl FnOnce(&mut Self, Value),
+    ) {
+        let stage = self.stage_address();
+        match self.staged_conversion {
+            StagedConversion::ByRoutine => {
+                self.unconverted(|e| fill(e, stage));
+                let routine = self.convert_rows_routine();
+                let shape = [
+                    rows.extent as i64,
+                    len as i64,
+                    rows.src_stride * self.src_size,
+                    rows.dst_stride * self.dst_size,
+                ];
+                self.call_stream_rows(routine, stage, d, shape);
+            }
+            StagedConversion::InRegisters => {
+                fill(self, stage);
+                self.flushing(|e| {
+                    let routine = e.stream_routine();
+                    e.stream_copy(routine, rows, len, stage, d);
+                });
+            }
+        }
     }
 
     /// Copies `rows.extent` runs of `len` elements, each `rows` strides after the last, with one
@@ -381,7 +408,8 @@ impl Emitter<'_> {
     }
 
     /// `stream_rows(s, d, rows, row_bytes, src_stride, dst_stride)`, the last four (byte counts)
-    /// given as `shape`.
+    /// given as `shape`; the row conversion routine takes the same arguments, its row length
+    /// counted in elements.
     fn call_stream_rows(&mut self, routine: FuncRef, s: Value, d: Value, shape: [i64; 4]) {
         let [rows, row_bytes, src_stride, dst_stride] =
             shape.map(|v| self.b.ins().iconst(types::I64, v));

@@ -33,7 +33,9 @@ use std::collections::HashMap;
 use convert::TableRead;
 
 use crate::convert::Arithmetic;
+use crate::dtype::DType;
 use crate::plan::{Packed, Plan, Region};
+use crate::runtime;
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -52,6 +54,25 @@ pub(crate) const STREAM_ROWS_NAME: UserExternalName = UserExternalName {
     namespace: 0,
     index: 0,
 };
+
+/// The name by which generated code calls the runtime's f32 → bf16 row conversion: the JIT
+/// module declares that import second (where the host has the routine).
+pub(crate) const CONVERT_ROWS_NAME: UserExternalName = UserExternalName {
+    namespace: 0,
+    index: 1,
+};
+
+/// How the elements of a block staged and streamed out are converted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StagedConversion {
+    /// In registers, as the tiles store them into the staging buffer (or nothing to convert).
+    InRegisters,
+    /// By the runtime's row routine on the way out: the buffer holds source elements. For
+    /// f32 → bf16 without an affine map, where the host has the routine
+    /// ([`runtime::convert_rows_f32_bf16_routine`]) and the block of source elements fits the
+    /// target's staging limit.
+    ByRoutine,
+}
 
 fn i64_signature(call_conv: CallConv, params: usize) -> Signature {
     let mut sig = Signature::new(call_conv);
@@ -89,6 +110,17 @@ pub(crate) fn build(
         let address = m.table(a) as i64;
         (b.ins().iconst(types::I64, address), a)
     });
+    let stage_bytes = plan.stage_bytes().unwrap_or(0);
+    let source_stage_bytes = stage_bytes / plan.dst_elem_size() * plan.elem_size();
+    let by_routine = plan.conversion().is_some_and(|c| {
+        (c.from_type(), c.to_type()) == (DType::F32, DType::BF16) && c.scale_shift().is_none()
+    }) && map.is_none()
+        && runtime::convert_rows_f32_bf16_routine().is_some()
+        && source_stage_bytes <= plan.target().stage_limit_bytes;
+    let (staged_conversion, stage_bytes) = match by_routine {
+        true => (StagedConversion::ByRoutine, source_stage_bytes),
+        false => (StagedConversion::InRegisters, stage_bytes),
+    };
     let mut e = Emitter {
         b,
         src_size: plan.elem_size() as i64,
@@ -104,9 +136,11 @@ pub(crate) fn build(
         table_reads: None,
         target: plan.target(),
         flags: MemFlagsData::new().with_notrap(),
-        stage_bytes: plan.stage_bytes().unwrap_or(0),
+        stage_bytes,
         stage: None,
+        staged_conversion,
         stream_rows: None,
+        convert_rows: None,
     };
     let mut first = 0i64;
     for region in plan.regions() {
@@ -150,8 +184,12 @@ pub(crate) struct Emitter<'a> {
     stage_bytes: usize,
     /// The staging buffer, once a kernel has asked for it.
     stage: Option<StackSlot>,
+    /// How staged and streamed blocks convert their elements.
+    staged_conversion: StagedConversion,
     /// The runtime's streaming routine, once a kernel has asked for it.
     stream_rows: Option<FuncRef>,
+    /// The runtime's row conversion routine, once a kernel has asked for it.
+    convert_rows: Option<FuncRef>,
 }
 
 impl Emitter<'_> {
@@ -166,23 +204,52 @@ impl Emitter<'_> {
         slot
     }
 
+    /// The staging buffer's address.
+    fn stage_address(&mut self) -> Value {
+        let slot = self.stage_slot();
+        self.b.ins().stack_addr(types::I64, slot, 0)
+    }
+
     /// The runtime's streaming routine, imported on first use.
     fn stream_routine(&mut self) -> FuncRef {
-        if let Some(routine) = self.stream_rows {
-            return routine;
-        }
+        let routine = self
+            .stream_rows
+            .unwrap_or_else(|| self.import_routine(STREAM_ROWS_NAME));
+        self.stream_rows = Some(routine);
+        routine
+    }
+
+    /// The runtime's row conversion routine, imported on first use.
+    fn convert_rows_routine(&mut self) -> FuncRef {
+        let routine = self
+            .convert_rows
+            .unwrap_or_else(|| self.import_routine(CONVERT_ROWS_NAME));
+        self.convert_rows = Some(routine);
+        routine
+    }
+
+    /// A runtime routine of the streaming routine's signature, by the name the JIT module
+    /// declares it under.
+    fn import_routine(&mut self, name: UserExternalName) -> FuncRef {
         let signature = self
             .b
             .import_signature(stream_rows_signature(self.b.func.signature.call_conv));
-        let name = self.b.func.declare_imported_user_function(STREAM_ROWS_NAME);
-        let routine = self.b.import_function(ExtFuncData {
+        let name = self.b.func.declare_imported_user_function(name);
+        self.b.import_function(ExtFuncData {
             name: ExternalName::user(name),
             signature,
             colocated: false,
             patchable: false,
-        });
-        self.stream_rows = Some(routine);
-        routine
+        })
+    }
+
+    /// Runs `f` with the elements stored as they are loaded, no conversion: what a block
+    /// writes into the staging buffer when the runtime converts it on the way out.
+    fn unconverted(&mut self, f: impl FnOnce(&mut Self)) {
+        let (dst_size, route) = (self.dst_size, self.route.take());
+        self.dst_size = self.src_size;
+        f(self);
+        (self.dst_size, self.route) = (dst_size, route);
     }
 
     /// `clamp(x - first, 0, extent)`: where a global work index lands in one region's range.
