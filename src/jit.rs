@@ -16,7 +16,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::codegen;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::runtime;
+use crate::runtime::{self, RowConversion};
 use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The generated function: `(src, dst, begin, end)`.
@@ -138,9 +138,14 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let isa = host_isa(Optimise::of(&plan))?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
-    let convert_rows = runtime::convert_rows_f32_bf16_routine();
-    if let Some(routine) = convert_rows {
-        builder.symbol(runtime::CONVERT_ROWS_F32_BF16, routine);
+    let row_conversions: Vec<RowConversion> = RowConversion::ALL
+        .into_iter()
+        .filter(|c| c.routine().is_some())
+        .collect();
+    for c in &row_conversions {
+        if let Some(routine) = c.routine() {
+            builder.symbol(c.symbol(), routine);
+        }
     }
     let mut module = JITModule::new(builder);
     let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
@@ -148,16 +153,12 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
         .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
     debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
-    if convert_rows.is_some() {
+    for &c in &row_conversions {
         // The same signature: pointers, rows, the row length and two strides.
         let id = module
-            .declare_function(
-                runtime::CONVERT_ROWS_F32_BF16,
-                Linkage::Import,
-                &stream_rows_sig,
-            )
+            .declare_function(c.symbol(), Linkage::Import, &stream_rows_sig)
             .map_err(|e| codegen_err(&e))?;
-        debug_assert_eq!(id.as_u32(), codegen::CONVERT_ROWS_NAME.index);
+        debug_assert_eq!(id.as_u32(), codegen::row_conversion_name(c).index);
     }
     let mut ctx = Context::new();
     ctx.func = function(&plan, module.isa());

@@ -353,7 +353,7 @@ impl Emitter<'_> {
     /// Runs `fill`, which writes a block into the staging buffer (at the address it is given),
     /// then streams the block's `rows.extent` rows of `len` elements (`rows` strides apart in
     /// the buffer and in `d`) out to `d`. Where the runtime converts rows of the plan's
-    /// conversion ([`StagedConversion::ByRoutine`]), the buffer holds source elements and the
+    /// conversion (`StagedConversion::ByRoutine`), the buffer holds source elements and the
     /// runtime's routine converts them as it stores; otherwise the tiles store converted
     /// elements and the streaming routine copies them.
     fn staged_streamed(
@@ -365,9 +365,9 @@ impl Emitter<'_> {
     ) {
         let stage = self.stage_address();
         match self.staged_conversion {
-            StagedConversion::ByRoutine => {
+            StagedConversion::ByRoutine(c) => {
                 self.unconverted(|e| fill(e, stage));
-                let routine = self.convert_rows_routine();
+                let routine = self.convert_rows_routine(c);
                 let shape = [
                     rows.extent as i64,
                     len as i64,

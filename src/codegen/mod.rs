@@ -33,9 +33,8 @@ use std::collections::HashMap;
 use convert::TableRead;
 
 use crate::convert::Arithmetic;
-use crate::dtype::DType;
 use crate::plan::{Packed, Plan, Region};
-use crate::runtime;
+use crate::runtime::RowConversion;
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -55,12 +54,16 @@ pub(crate) const STREAM_ROWS_NAME: UserExternalName = UserExternalName {
     index: 0,
 };
 
-/// The name by which generated code calls the runtime's f32 → bf16 row conversion: the JIT
-/// module declares that import second (where the host has the routine).
-pub(crate) const CONVERT_ROWS_NAME: UserExternalName = UserExternalName {
-    namespace: 0,
-    index: 1,
-};
+/// The name by which generated code calls the runtime's routine for `c`: the JIT module
+/// declares the row conversions the host has after the streaming routine, in the order of
+/// [`RowConversion::ALL`] (the host has all of them or none).
+pub(crate) fn row_conversion_name(c: RowConversion) -> UserExternalName {
+    let position = RowConversion::ALL.iter().position(|&x| x == c);
+    UserExternalName {
+        namespace: 0,
+        index: 1 + position.expect("every row conversion is in ALL") as u32,
+    }
+}
 
 /// How the elements of a block staged and streamed out are converted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +71,10 @@ enum StagedConversion {
     /// In registers, as the tiles store them into the staging buffer (or nothing to convert).
     InRegisters,
     /// By the runtime's row routine on the way out: the buffer holds source elements. For
-    /// f32 → bf16 without an affine map, where the host has the routine
-    /// ([`runtime::convert_rows_f32_bf16_routine`]) and the block of source elements fits the
-    /// target's staging limit.
-    ByRoutine,
+    /// the conversions the runtime has ([`RowConversion::of`]) without an affine map, where
+    /// the host has the routine and the block of source elements fits the target's staging
+    /// limit.
+    ByRoutine(RowConversion),
 }
 
 fn i64_signature(call_conv: CallConv, params: usize) -> Signature {
@@ -112,14 +115,14 @@ pub(crate) fn build(
     });
     let stage_bytes = plan.stage_bytes().unwrap_or(0);
     let source_stage_bytes = stage_bytes / plan.dst_elem_size() * plan.elem_size();
-    let by_routine = plan.conversion().is_some_and(|c| {
-        (c.from_type(), c.to_type()) == (DType::F32, DType::BF16) && c.scale_shift().is_none()
-    }) && map.is_none()
-        && runtime::convert_rows_f32_bf16_routine().is_some()
-        && source_stage_bytes <= plan.target().stage_limit_bytes;
+    let by_routine = plan
+        .conversion()
+        .filter(|c| c.scale_shift().is_none() && map.is_none())
+        .and_then(|c| RowConversion::of(c.from_type(), c.to_type()))
+        .filter(|c| c.routine().is_some() && source_stage_bytes <= plan.target().stage_limit_bytes);
     let (staged_conversion, stage_bytes) = match by_routine {
-        true => (StagedConversion::ByRoutine, source_stage_bytes),
-        false => (StagedConversion::InRegisters, stage_bytes),
+        Some(c) => (StagedConversion::ByRoutine(c), source_stage_bytes),
+        None => (StagedConversion::InRegisters, stage_bytes),
     };
     let mut e = Emitter {
         b,
@@ -219,11 +222,12 @@ impl Emitter<'_> {
         routine
     }
 
-    /// The runtime's row conversion routine, imported on first use.
-    fn convert_rows_routine(&mut self) -> FuncRef {
+    /// The runtime's routine for the row conversion `c`, imported on first use (a function
+    /// converts by one routine at most).
+    fn convert_rows_routine(&mut self, c: RowConversion) -> FuncRef {
         let routine = self
             .convert_rows
-            .unwrap_or_else(|| self.import_routine(CONVERT_ROWS_NAME));
+            .unwrap_or_else(|| self.import_routine(row_conversion_name(c)));
         self.convert_rows = Some(routine);
         routine
     }

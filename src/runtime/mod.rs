@@ -1,5 +1,6 @@
 //! Routines the generated code calls: stores that bypass the cache (non-temporal stores), which
-//! Cranelift cannot emit. Kernels for large destinations finish a block of the destination in a
+//! Cranelift cannot emit, and conversions of staged rows in vectors wider than Cranelift's
+//! ([`RowConversion`]). Kernels for large destinations finish a block of the destination in a
 //! small staging buffer (or read a contiguous source run directly) and hand it to
 //! [`stream_rows`], once per block, which writes it out with streaming stores.
 //!
@@ -9,6 +10,10 @@
 //! of whole, aligned cache lines (the usual case: staged runs and copies of whole lines) go
 //! through a loop of loads and streaming stores alone; only other rows pay for heads and tails.
 //! On a 2-core AMD EPYC (Zen 4) VM that took NHWC → NCHW16c from 9 to 24 GB/s.
+
+mod rows;
+
+pub(crate) use rows::RowConversion;
 
 /// The symbol under which the JIT module resolves [`stream_rows`].
 pub(crate) const STREAM_ROWS: &str = "relayout_stream_rows";
@@ -235,207 +240,6 @@ wide_streamer!(
     Avx512, "avx512f", 64, __m512i, _mm512_loadu_si512, _mm512_stream_si512
 );
 
-/// The symbol under which the JIT module resolves the f32 → bf16 row conversion
-/// ([`convert_rows_f32_bf16_routine`]).
-pub(crate) const CONVERT_ROWS_F32_BF16: &str = "relayout_convert_rows_f32_bf16";
-
-/// The routine that converts staged rows of f32 to bf16 on their way out, for this host: 16
-/// lanes at a time where the CPU has AVX-512F, 8 where it has AVX2; `None` elsewhere (the
-/// generated code then converts in its own 128-bit vectors). Cranelift's vectors hold four f32,
-/// and f32 → bf16 rounding takes about eight vector instructions, so on the XLA tiles the
-/// conversion, not memory, was the limit.
-pub(crate) fn convert_rows_f32_bf16_routine() -> Option<*const u8> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return Some(convert_rows_f32_bf16::<Avx512> as *const u8);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return Some(convert_rows_f32_bf16::<Avx2> as *const u8);
-        }
-    }
-    None
-}
-
-/// The bf16 bits of the f32 with bits `x`, by relayout's rule: rounded to nearest, ties to
-/// even, subnormals exact, a NaN quiet with the top of its payload kept.
-#[cfg(target_arch = "x86_64")]
-fn brain(x: u32) -> u16 {
-    let high = x >> 16;
-    if x & 0x7fff_ffff > 0x7f80_0000 {
-        return (high | 0x40) as u16;
-    }
-    (x.wrapping_add(0x7fff + (high & 1)) >> 16) as u16
-}
-
-/// Conversions of f32 lanes to bf16, and the loop over a call's rows compiled with the CPU
-/// features they need.
-#[cfg(target_arch = "x86_64")]
-trait Brain {
-    /// Elements one [`Brain::block`] converts.
-    const LANES: usize;
-
-    /// Converts `LANES` f32 at `src` into bf16 at `dst`, with a streaming store when `stream`
-    /// (then `dst` is aligned to `2·LANES` bytes).
-    ///
-    /// # Safety
-    /// `4·LANES` bytes readable at `src`, `2·LANES` writable at `dst`, and the features.
-    unsafe fn block(src: *const u8, dst: *mut u8, stream: bool);
-
-    /// Converts every row of `job` (through [`brain_rows`], so that `block` inlines).
-    ///
-    /// # Safety
-    /// As [`convert_rows_f32_bf16`].
-    unsafe fn rows(job: Rows);
-}
-
-/// Converts `rows` rows of `elements` f32 from `src` (rows `src_stride` bytes apart) to bf16 at
-/// `dst` (rows `dst_stride` bytes apart), each by [`brain`]'s rule. Rows of whole, aligned
-/// cache lines are written with streaming stores (the caller runs [`fence`] before anyone else
-/// reads the destination), other rows with ordinary stores.
-///
-/// # Safety
-/// For every `r < rows`, the `4·elements` bytes at `src + r·src_stride` must be readable, the
-/// `2·elements` at `dst + r·dst_stride` writable, and the two must not overlap; the CPU must
-/// have the features `B` uses ([`convert_rows_f32_bf16_routine`] picks `B` by what it has).
-#[cfg(target_arch = "x86_64")]
-unsafe extern "C" fn convert_rows_f32_bf16<B: Brain>(
-    src: *const u8,
-    dst: *mut u8,
-    rows: i64,
-    elements: i64,
-    src_stride: i64,
-    dst_stride: i64,
-) {
-    let job = Rows {
-        src,
-        dst,
-        rows: rows.max(0) as usize,
-        row_bytes: elements.max(0) as usize,
-        src_stride: src_stride as isize,
-        dst_stride: dst_stride as isize,
-    };
-    // SAFETY: forwarded from the caller.
-    unsafe { B::rows(job) }
-}
-
-/// [`Brain::rows`]'s loop; `job.row_bytes` counts elements here.
-///
-/// # Safety
-/// As [`convert_rows_f32_bf16`]; `B`'s features must be enabled where this is inlined.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn brain_rows<B: Brain>(job: Rows) {
-    let n = job.row_bytes;
-    let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
-    let stream = whole_lines(job.dst as usize)
-        && whole_lines(job.dst_stride.unsigned_abs())
-        && whole_lines(2 * n);
-    for r in 0..job.rows as isize {
-        // SAFETY: row `r` of each side is inside the ranges the caller vouches for; blocks of
-        // `LANES` elements up to `n`, then single elements; a streamed block starts at a
-        // multiple of `2·LANES` bytes (a divisor of the line) of a line-aligned row.
-        unsafe {
-            let src = job.src.offset(r * job.src_stride);
-            let dst = job.dst.offset(r * job.dst_stride);
-            let mut i = 0;
-            while i + B::LANES <= n {
-                B::block(src.add(4 * i), dst.add(2 * i), stream);
-                i += B::LANES;
-            }
-            while i < n {
-                let x = src.add(4 * i).cast::<u32>().read_unaligned();
-                dst.add(2 * i).cast::<u16>().write_unaligned(brain(x));
-                i += 1;
-            }
-        }
-    }
-}
-
-/// 32 lanes a block, two vectors of 16 (AVX-512F): a whole cache line of bf16.
-#[cfg(target_arch = "x86_64")]
-impl Brain for Avx512 {
-    const LANES: usize = 32;
-
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn block(src: *const u8, dst: *mut u8, stream: bool) {
-        use std::arch::x86_64::*;
-        let brain16 = |x: __m512i| {
-            let high = _mm512_srli_epi32::<16>(x);
-            let odd = _mm512_and_si512(high, _mm512_set1_epi32(1));
-            let sum = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), odd);
-            let rounded = _mm512_srli_epi32::<16>(sum);
-            let nan = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
-            let f = _mm512_castsi512_ps(x);
-            let is_nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(f, f);
-            _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, nan))
-        };
-        // SAFETY: the caller's promise: 128 bytes at `src`, 64 at `dst` (aligned to 64 when
-        // streamed), and AVX-512F; the loads accept any alignment.
-        unsafe {
-            let low = brain16(_mm512_loadu_si512(src.cast()));
-            let high = brain16(_mm512_loadu_si512(src.add(64).cast()));
-            let y = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high);
-            match stream {
-                true => _mm512_stream_si512(dst.cast(), y),
-                false => _mm512_storeu_si512(dst.cast(), y),
-            }
-        }
-    }
-
-    #[target_feature(enable = "avx512f")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises the feature (enabled here).
-        unsafe { brain_rows::<Self>(job) }
-    }
-}
-
-/// 16 lanes a block, two vectors of 8 (AVX2): half a cache line of bf16.
-#[cfg(target_arch = "x86_64")]
-struct Avx2;
-
-#[cfg(target_arch = "x86_64")]
-impl Brain for Avx2 {
-    const LANES: usize = 16;
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn block(src: *const u8, dst: *mut u8, stream: bool) {
-        use std::arch::x86_64::*;
-        let brain8 = |x: __m256i| {
-            let high = _mm256_srli_epi32::<16>(x);
-            let odd = _mm256_and_si256(high, _mm256_set1_epi32(1));
-            let sum = _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), odd);
-            let rounded = _mm256_srli_epi32::<16>(sum);
-            let nan = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
-            let f = _mm256_castsi256_ps(x);
-            let is_nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(f, f));
-            _mm256_blendv_epi8(rounded, nan, is_nan)
-        };
-        // SAFETY: the caller's promise: 64 bytes at `src`, 32 at `dst` (aligned to 32 when
-        // streamed), and AVX2; the loads accept any alignment.
-        unsafe {
-            let low = brain8(_mm256_loadu_si256(src.cast()));
-            let high = brain8(_mm256_loadu_si256(src.add(32).cast()));
-            // Every lane is below 2^16, so the saturating pack keeps it; the pack works within
-            // 128-bit halves, and the permute puts the four 64-bit pieces back in order.
-            let packed = _mm256_packus_epi32(low, high);
-            let y = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
-            match stream {
-                true => _mm256_stream_si256(dst.cast(), y),
-                false => _mm256_storeu_si256(dst.cast(), y),
-            }
-        }
-    }
-
-    #[target_feature(enable = "avx2")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises the feature (enabled here).
-        unsafe { brain_rows::<Self>(job) }
-    }
-}
-
 /// Orders this thread's streaming stores before everything that follows (`mfence` on x86-64).
 pub(crate) fn fence() {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -444,8 +248,6 @@ pub(crate) fn fence() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::convert::Conversion;
-    use crate::dtype::DType;
 
     type Routine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
 
@@ -491,101 +293,6 @@ mod tests {
                         assert_eq!(
                             got, want,
                             "stride {stride} offset {offset} row bytes {row_bytes} byte {i}"
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    /// f32 bits that test every branch of the bf16 rounding: zeros, subnormals, ties, values
-    /// that round up into the next binade or to infinity, infinities and NaNs with payloads.
-    fn brain_inputs(n: usize) -> Vec<u32> {
-        let special = [
-            0u32,
-            1,
-            0x7fff,
-            0x8000,
-            0x8001,
-            0x1_8000,
-            0x0001_0000,
-            0x007f_ffff,
-            0x0080_0000,
-            0x3f80_8000,
-            0x3f81_8000,
-            0x3f80_7fff,
-            0x7f7f_ffff,
-            0x7f80_0000,
-            0x7f80_0001,
-            0x7fc0_0000,
-            0x7fff_ffff,
-            0x7fbf_ffff,
-        ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        (0..n)
-            .map(|i| match special.get(i / 2) {
-                Some(&x) => x | ((i as u32 & 1) << 31),
-                None => {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-                    (state >> 32) as u32
-                }
-            })
-            .collect()
-    }
-
-    #[test]
-    fn rows_convert_to_bf16_as_the_rules_say() {
-        type Convert = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
-        let Some(host) = convert_rows_f32_bf16_routine() else {
-            return;
-        };
-        // SAFETY: the host's routine is a function of this signature (what the JIT calls).
-        let host = unsafe { std::mem::transmute::<*const u8, Convert>(host) };
-        let rule = Conversion::new(DType::F32, DType::BF16).unwrap();
-        let mut routines = vec![host];
-        if std::arch::is_x86_feature_detected!("avx2") {
-            routines.push(convert_rows_f32_bf16::<Avx2>);
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            routines.push(convert_rows_f32_bf16::<Avx512>);
-        }
-        let xs = brain_inputs(3 * 200);
-        let src: Vec<u8> = xs.iter().flat_map(|x| x.to_le_bytes()).collect();
-        for routine in routines {
-            // Rows of whole lines at a line-aligned destination (streamed) and not; lengths
-            // around the blocks of 16 and 32.
-            for (elements, gap) in [(0, 64), (7, 64), (16, 64), (32, 64), (64, 128), (100, 256)] {
-                for offset in [0usize, 2, 64] {
-                    let mut dst = vec![0xEEu8; 3 * gap + 192];
-                    let base = dst.as_mut_ptr().align_offset(64) + offset;
-                    // SAFETY: 3 rows of `elements` f32, 800 bytes apart in `src` (2400 bytes),
-                    // and of `2·elements ≤ gap` bytes, `gap` apart in `dst` from `base`
-                    // (below 128); distinct allocations; the routines are the host's and those
-                    // the CPU has the features of.
-                    unsafe {
-                        routine(
-                            src.as_ptr(),
-                            dst.as_mut_ptr().add(base),
-                            3,
-                            elements as i64,
-                            800,
-                            gap as i64,
-                        )
-                    };
-                    fence();
-                    for (i, pair) in dst.chunks(2).enumerate() {
-                        let at = (2 * i).wrapping_sub(base);
-                        let (row, col) = (at / gap, at % gap / 2);
-                        let got = u16::from_le_bytes([pair[0], pair[1]]);
-                        let want = match 2 * i >= base && row < 3 && col < elements {
-                            true => rule.apply(xs[row * 200 + col] as u64) as u16,
-                            false => 0xEEEE,
-                        };
-                        assert_eq!(
-                            got,
-                            want,
-                            "{elements} elements, offset {offset}, byte {}",
-                            2 * i
                         );
                     }
                 }
