@@ -6,7 +6,7 @@
 
 use relayout::suite::PageAligned;
 use relayout::{
-    compile_relayout_with, reference, Conversion, Element, Error, Layout, Options, PerIndex,
+    compile_relayout_with, reference, Conversion, DType, Element, Error, Layout, Options, PerIndex,
 };
 
 use super::{human_bytes, parallel_copy, significant, write_row, Format};
@@ -161,13 +161,14 @@ fn measure_as<S: Element, D: Element>(
         Some(_) => compile_relayout_with(&job.dst, &job.dst, converting(options.clone()))?,
         None => compile_relayout_with(&flat, &flat, options.clone().convert(c))?,
     };
-    let src = PageAligned::from_fn(job.src.cosize(), |i| S::from_bits(i as u64));
+    let from = c.from_type();
+    let src = PageAligned::from_fn(job.src.cosize(), |i| S::from_bits(sample(from, i)));
     let mut middle = PageAligned::filled(job.dst.cosize().max(1), S::from_bits(0));
     let mut dst = PageAligned::filled(job.dst.cosize().max(1), D::from_bits(u64::MAX));
     // The unconverted relayout of the wider type reads a source of that type (the destination
     // type's, when the conversion widens) into `dst`, or else `src` into `middle`.
     let wide_src = PageAligned::from_fn(if widens { job.src.cosize() } else { 0 }, |i| {
-        D::from_bits(i as u64)
+        D::from_bits(sample(c.to_type(), i))
     });
     let elements = job.src.size();
     let bytes = elements * c.from_type().size().max(c.to_type().size());
@@ -223,4 +224,33 @@ fn measure_as<S: Element, D: Element>(
         gbps: secs.map(|s| bytes as f64 / s / 1e9),
         compile_us: timing::median(compiles),
     })
+}
+
+/// The bits of source element `i` of type `t`: for floats a finite, normal value of either sign
+/// between 2^-8 and 4, as data is (the index's own bits would be subnormal floats, whose
+/// arithmetic can be slower), for integers pseudo-random bits (cut to the type's width by
+/// `from_bits`).
+fn sample(t: DType, i: usize) -> u64 {
+    let h = splitmix64(i as u64);
+    let float = |exponent: u32, mantissa: u32| {
+        let bias = (1u64 << (exponent - 1)) - 1;
+        let e = bias - 8 + (h >> 40) % 10;
+        let sign = h >> 63;
+        (sign << (exponent + mantissa)) | (e << mantissa) | (h & ((1u64 << mantissa) - 1))
+    };
+    match t {
+        DType::F16 => float(5, 10),
+        DType::BF16 => float(8, 7),
+        DType::F32 => float(8, 23),
+        DType::F64 => float(11, 52),
+        _ => h,
+    }
+}
+
+/// A 64-bit mix of `x` (splitmix64's finalizer on `x` times its increment).
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
