@@ -449,6 +449,13 @@ fn bench_conversions_tsv_covers_the_converting_cases() {
         (pair_rows[0][0].as_str(), pair_rows[0][1].as_str()),
         ("custom", "f32>bf16")
     );
+    // --candidates: the fused kernel pinned to each candidate tactics in turn, a row each.
+    let candidate_rows = rows(&[&pair[..], &quick[..], &["--candidates"]].concat());
+    let names: Vec<&str> = candidate_rows.iter().map(|r| r[0].as_str()).collect();
+    let want: Vec<String> = (0..relayout::plan::Tactics::CANDIDATES.len())
+        .map(|k| format!("custom#{k}"))
+        .collect();
+    assert_eq!(names, want);
     let out = bench(&["--to", "bf16", "--reduced"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--src/--dst pair"));

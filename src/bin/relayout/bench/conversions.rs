@@ -4,6 +4,7 @@
 //! (of elements of the larger of the two types, so that it moves as many bytes as the larger
 //! side), memcpy of the larger side's bytes and the naive per-element loop.
 
+use relayout::plan::Tactics;
 use relayout::suite::PageAligned;
 use relayout::{
     compile_relayout_with, reference, Conversion, DType, Element, Error, Layout, Options, PerIndex,
@@ -13,6 +14,7 @@ use super::{human_bytes, parallel_copy, significant, write_row, Format};
 use crate::timing;
 
 /// One converting relayout to time.
+#[derive(Clone)]
 pub struct ConversionJob {
     pub name: String,
     pub src: Layout,
@@ -20,6 +22,24 @@ pub struct ConversionJob {
     pub conversion: Conversion,
     /// The per-index affine map on the way, if any.
     pub per_index: Option<PerIndex>,
+    /// Tactics the fused kernel is pinned to (`--candidates`), instead of tuning.
+    pub tactics: Option<Tactics>,
+}
+
+impl ConversionJob {
+    /// The job once for each of [`Tactics::CANDIDATES`], named after its index
+    /// (`weights_f32_to_i8_o16#5`): the fused kernel pinned to it; the other contenders tuned.
+    pub fn candidates(self) -> Vec<ConversionJob> {
+        Tactics::CANDIDATES
+            .iter()
+            .enumerate()
+            .map(|(k, &tactics)| ConversionJob {
+                name: format!("{}#{k}", self.name),
+                tactics: Some(tactics),
+                ..self.clone()
+            })
+            .collect()
+    }
 }
 
 /// Column names of `--format tsv`, in order.
@@ -148,7 +168,11 @@ fn measure_as<S: Element, D: Element>(
         Some(map) => o.convert(c).per_index(map.clone()),
         None => o.convert(c),
     };
-    let fused = compile_relayout_with(&job.src, &job.dst, converting(options.clone()))?;
+    let pinned = match job.tactics {
+        Some(tactics) => options.clone().tactics(tactics),
+        None => options.clone(),
+    };
+    let fused = compile_relayout_with(&job.src, &job.dst, converting(pinned))?;
     let relayout = compile_relayout_with(&job.src, &job.dst, options.clone().dtype(c.from_type()))?;
     let widens = c.to_type().size() > c.from_type().size();
     let wider = if widens { c.to_type() } else { c.from_type() };

@@ -131,7 +131,8 @@ pub struct BenchArgs {
     no_tune: bool,
     /// Time every distinct candidate tactics of each case as a row of its own, named after the
     /// case and the candidate's index in `Tactics::CANDIDATES` (`t2d_f32_8000#5`), instead of
-    /// tuning: what tuning chooses among.
+    /// tuning: what tuning chooses among. With conversions, the fused kernel is pinned to each
+    /// candidate in turn (every one, as their plans are not compared) and the others tuned.
     #[arg(long, conflicts_with = "no_tune")]
     candidates: bool,
     /// List the suite's cases with their layouts and sizes, and exit.
@@ -232,7 +233,10 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     let threads = usize::from(args.threads);
     let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
-    if let Some(jobs) = args.conversion_jobs(size)? {
+    if let Some(mut jobs) = args.conversion_jobs(size)? {
+        if args.candidates {
+            jobs = jobs.into_iter().flat_map(|job| job.candidates()).collect();
+        }
         return conversions::run(&jobs, threads, runs, args.format);
     }
     let mut jobs = args.jobs(size)?;
@@ -289,6 +293,7 @@ impl BenchArgs {
                 dst: dst.layout,
                 conversion,
                 per_index: self.convert.per_index()?,
+                tactics: None,
             }]));
         }
         if self.convert.any() {
@@ -314,6 +319,7 @@ impl BenchArgs {
                     dst,
                     conversion: case.conversion,
                     per_index: case.per_index,
+                    tactics: None,
                 })
             })
             .collect::<Result<Vec<_>, Error>>()
