@@ -138,14 +138,12 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let isa = host_isa(Optimise::of(&plan))?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
-    let row_conversions: Vec<RowConversion> = RowConversion::ALL
+    let row_conversions: Vec<(RowConversion, *const u8)> = RowConversion::ALL
         .into_iter()
-        .filter(|c| c.routine().is_some())
+        .filter_map(|c| c.routine().map(|routine| (c, routine)))
         .collect();
-    for c in &row_conversions {
-        if let Some(routine) = c.routine() {
-            builder.symbol(c.symbol(), routine);
-        }
+    for &(c, routine) in &row_conversions {
+        builder.symbol(c.symbol(), routine);
     }
     let mut module = JITModule::new(builder);
     let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
@@ -153,12 +151,18 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
         .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
     debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
-    for &c in &row_conversions {
+    for &(c, _) in &row_conversions {
         // The same signature: pointers, rows, the row length and two strides.
         let id = module
             .declare_function(c.symbol(), Linkage::Import, &stream_rows_sig)
             .map_err(|e| codegen_err(&e))?;
-        debug_assert_eq!(id.as_u32(), codegen::row_conversion_name(c).index);
+        if id.as_u32() != codegen::row_conversion_name(c).index {
+            return Err(codegen_err(&format!(
+                "the runtime's {c:?} routine declared as function {}, where the code calls {}",
+                id.as_u32(),
+                codegen::row_conversion_name(c).index
+            )));
+        }
     }
     let mut ctx = Context::new();
     ctx.func = function(&plan, module.isa());

@@ -636,6 +636,21 @@ fn staged_and_streamed_kernels_convert() {
     }
 }
 
+/// Staged blocks copied out (which hold destination elements) and staged blocks streamed out
+/// through the runtime's row conversion (which hold source elements) in one function: bf16 rows
+/// 4 KiB apart stage whole blocks and copy them, and the staging buffer must hold the larger.
+#[test]
+fn copied_and_streamed_staged_blocks_fit_the_staging_buffer() {
+    let p = |a: &str, b: &str| (Layout::parse(a).unwrap(), Layout::parse(b).unwrap());
+    let (src, dst) = p("cute:(2048,16):(16,1)", "cute:(2048,16):(1,2048)");
+    for (from, to) in [(DType::BF16, DType::F32), (DType::F32, DType::BF16)] {
+        check_sized(&src, &dst, convert(from, to), None, None);
+        for k in 0..Tactics::CANDIDATES.len() {
+            check_sized(&src, &dst, convert(from, to), Some(Pin::eager(k)), None);
+        }
+    }
+}
+
 /// A per-index map along `dim` of `layout`: a different scale and shift at every index (so
 /// that a wrong index shows), some of them large, some negative.
 fn map_along(layout: &Layout, dim: usize, seed: u64) -> PerIndex {

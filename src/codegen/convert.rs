@@ -710,11 +710,8 @@ impl Emitter<'_> {
     /// consecutive entries, or one entry in every lane. Within
     /// [`sharing_table_loads`](Self::sharing_table_loads), a read already emitted is reused.
     fn table_read(&mut self, table: Value, at: i64, ty: Type, read: TableRead) -> Value {
-        if let Some(&v) = self
-            .table_reads
-            .as_ref()
-            .and_then(|r| r.get(&(table, at, read)))
-        {
+        let key = (table, at, ty, read);
+        if let Some(&v) = self.table_reads.as_ref().and_then(|r| r.get(&key)) {
             return v;
         }
         let (base, offset) = self.address(table, at);
@@ -726,20 +723,27 @@ impl Emitter<'_> {
             }
         };
         if let Some(reads) = &mut self.table_reads {
-            reads.insert((table, at, read), v);
+            reads.insert(key, v);
         }
         v
     }
 
-    /// Runs `f`, which emits straight-line code (no blocks), reading each table entry it
-    /// needs once: tiles whose rows take the same scales load them once, not once per row.
+    /// Runs `f`, which emits straight-line code (no blocks; checked in debug builds), reading
+    /// each table entry it needs once: tiles whose rows take the same scales load them once,
+    /// not once per row.
     pub(super) fn sharing_table_loads<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         if self.table_reads.is_some() {
             return f(self);
         }
+        let block = self.b.current_block();
         self.table_reads = Some(HashMap::new());
         let r = f(self);
         self.table_reads = None;
+        debug_assert_eq!(
+            self.b.current_block(),
+            block,
+            "table reads shared across blocks"
+        );
         r
     }
 

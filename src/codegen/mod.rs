@@ -23,7 +23,7 @@ mod packed;
 
 use cranelift_codegen::ir::{
     types, AbiParam, ExtFuncData, ExternalName, FuncRef, Function, InstBuilder, MemFlagsData,
-    Signature, StackSlot, StackSlotData, StackSlotKind, UserExternalName, Value,
+    Signature, StackSlot, StackSlotData, StackSlotKind, Type, UserExternalName, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -120,8 +120,13 @@ pub(crate) fn build(
         .filter(|c| c.scale_shift().is_none() && map.is_none())
         .and_then(|c| RowConversion::of(c.from_type(), c.to_type()))
         .filter(|c| c.routine().is_some() && source_stage_bytes <= plan.target().stage_limit_bytes);
+    // Streamed blocks converted by the routine stage source elements, blocks copied out stage
+    // destination elements (converted in registers): the buffer holds the larger of the two.
     let (staged_conversion, stage_bytes) = match by_routine {
-        Some(c) => (StagedConversion::ByRoutine(c), source_stage_bytes),
+        Some(c) => (
+            StagedConversion::ByRoutine(c),
+            stage_bytes.max(source_stage_bytes),
+        ),
         None => (StagedConversion::InRegisters, stage_bytes),
     };
     let mut e = Emitter {
@@ -179,11 +184,12 @@ pub(crate) struct Emitter<'a> {
     index_len: i64,
     /// Within [`Emitter::sharing_table_loads`], the table reads emitted so far, by table
     /// pointer, byte offset and what was read.
-    table_reads: Option<HashMap<(Value, i64, TableRead), Value>>,
+    table_reads: Option<HashMap<(Value, i64, Type, TableRead), Value>>,
     /// The machine the plan was made for.
     target: Target,
     flags: MemFlagsData,
-    /// Bytes of the staging buffer: the plan's largest staged block.
+    /// Bytes of the staging buffer: the plan's largest staged block, of destination elements,
+    /// or of source elements where the runtime converts it (`StagedConversion::ByRoutine`).
     stage_bytes: usize,
     /// The staging buffer, once a kernel has asked for it.
     stage: Option<StackSlot>,

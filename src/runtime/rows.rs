@@ -9,6 +9,7 @@
 //! would, and writes rows of whole, aligned cache lines with streaming stores (the caller runs
 //! [`super::fence`] before anyone else reads the destination), other rows with ordinary stores.
 
+#[cfg(target_arch = "x86_64")]
 use super::{Rows, LINE_BYTES};
 use crate::dtype::DType;
 
@@ -85,11 +86,48 @@ fn single(x: u16) -> u32 {
     ((x | quiet) as u32) << 16
 }
 
-/// One row conversion compiled for one set of CPU features.
+/// A row conversion's element rule, whatever the vectors.
 #[cfg(target_arch = "x86_64")]
-trait Convert {
+trait Rule {
     /// Bytes of a source and of a destination element.
     const SIZES: (usize, usize);
+
+    /// Converts one element by the rule.
+    ///
+    /// # Safety
+    /// A source element readable at `src`, a destination one writable at `dst`.
+    unsafe fn one(src: *const u8, dst: *mut u8);
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<V> Rule for F32ToBf16<V> {
+    const SIZES: (usize, usize) = (4, 2);
+
+    unsafe fn one(src: *const u8, dst: *mut u8) {
+        // SAFETY: the caller's promise: one element at each side, any alignment.
+        unsafe {
+            let x = src.cast::<u32>().read_unaligned();
+            dst.cast::<u16>().write_unaligned(brain(x));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<V> Rule for Bf16ToF32<V> {
+    const SIZES: (usize, usize) = (2, 4);
+
+    unsafe fn one(src: *const u8, dst: *mut u8) {
+        // SAFETY: the caller's promise: one element at each side, any alignment.
+        unsafe {
+            let x = src.cast::<u16>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(single(x));
+        }
+    }
+}
+
+/// One row conversion compiled for one set of CPU features.
+#[cfg(target_arch = "x86_64")]
+trait Convert: Rule {
     /// Elements one [`Convert::block`] converts: a destination piece that divides the line.
     const LANES: usize;
 
@@ -100,12 +138,6 @@ trait Convert {
     /// `LANES` source elements readable at `src`, as many destination ones writable at `dst`,
     /// and the features.
     unsafe fn block(src: *const u8, dst: *mut u8, stream: bool);
-
-    /// Converts one element by the rule.
-    ///
-    /// # Safety
-    /// A source element readable at `src`, a destination one writable at `dst`.
-    unsafe fn one(src: *const u8, dst: *mut u8);
 
     /// Converts every row of `job` (through [`convert_loop`], compiled with the features
     /// [`Convert::block`] needs, so that it inlines).
@@ -132,6 +164,7 @@ unsafe extern "C" fn convert_rows<C: Convert>(
     src_stride: i64,
     dst_stride: i64,
 ) {
+    // The streaming routine's job, its row length counted in elements.
     let job = Rows {
         src,
         dst,
@@ -152,7 +185,12 @@ unsafe extern "C" fn convert_rows<C: Convert>(
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn convert_loop<C: Convert>(job: Rows) {
+    const { assert!(LINE_BYTES.is_multiple_of(C::SIZES.1 * C::LANES)) };
     let (n, (s, d)) = (job.row_bytes, C::SIZES);
+    if n == 0 {
+        // No elements to convert, and no rows the caller vouches for.
+        return;
+    }
     let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
     let stream = whole_lines(job.dst as usize)
         && whole_lines(job.dst_stride.unsigned_abs())
@@ -195,7 +233,6 @@ struct Avx2;
 
 #[cfg(target_arch = "x86_64")]
 impl Convert for F32ToBf16<Avx512> {
-    const SIZES: (usize, usize) = (4, 2);
     const LANES: usize = 32;
 
     #[inline]
@@ -225,14 +262,6 @@ impl Convert for F32ToBf16<Avx512> {
         }
     }
 
-    unsafe fn one(src: *const u8, dst: *mut u8) {
-        // SAFETY: the caller's promise: one element at each side, any alignment.
-        unsafe {
-            let x = src.cast::<u32>().read_unaligned();
-            dst.cast::<u16>().write_unaligned(brain(x));
-        }
-    }
-
     #[target_feature(enable = "avx512f")]
     unsafe fn rows(job: Rows) {
         // SAFETY: forwarded from the caller, who promises the feature (enabled here).
@@ -242,7 +271,6 @@ impl Convert for F32ToBf16<Avx512> {
 
 #[cfg(target_arch = "x86_64")]
 impl Convert for F32ToBf16<Avx2> {
-    const SIZES: (usize, usize) = (4, 2);
     const LANES: usize = 16;
 
     #[inline]
@@ -275,11 +303,6 @@ impl Convert for F32ToBf16<Avx2> {
         }
     }
 
-    unsafe fn one(src: *const u8, dst: *mut u8) {
-        // SAFETY: forwarded from the caller.
-        unsafe { F32ToBf16::<Avx512>::one(src, dst) }
-    }
-
     #[target_feature(enable = "avx2")]
     unsafe fn rows(job: Rows) {
         // SAFETY: forwarded from the caller, who promises the feature (enabled here).
@@ -289,7 +312,6 @@ impl Convert for F32ToBf16<Avx2> {
 
 #[cfg(target_arch = "x86_64")]
 impl Convert for Bf16ToF32<Avx512> {
-    const SIZES: (usize, usize) = (2, 4);
     const LANES: usize = 16;
 
     #[inline]
@@ -311,14 +333,6 @@ impl Convert for Bf16ToF32<Avx512> {
         }
     }
 
-    unsafe fn one(src: *const u8, dst: *mut u8) {
-        // SAFETY: the caller's promise: one element at each side, any alignment.
-        unsafe {
-            let x = src.cast::<u16>().read_unaligned();
-            dst.cast::<u32>().write_unaligned(single(x));
-        }
-    }
-
     #[target_feature(enable = "avx512f")]
     unsafe fn rows(job: Rows) {
         // SAFETY: forwarded from the caller, who promises the feature (enabled here).
@@ -328,7 +342,6 @@ impl Convert for Bf16ToF32<Avx512> {
 
 #[cfg(target_arch = "x86_64")]
 impl Convert for Bf16ToF32<Avx2> {
-    const SIZES: (usize, usize) = (2, 4);
     const LANES: usize = 8;
 
     #[inline]
@@ -351,11 +364,6 @@ impl Convert for Bf16ToF32<Avx2> {
         }
     }
 
-    unsafe fn one(src: *const u8, dst: *mut u8) {
-        // SAFETY: forwarded from the caller.
-        unsafe { Bf16ToF32::<Avx512>::one(src, dst) }
-    }
-
     #[target_feature(enable = "avx2")]
     unsafe fn rows(job: Rows) {
         // SAFETY: forwarded from the caller, who promises the feature (enabled here).
@@ -368,6 +376,7 @@ mod tests {
     use super::*;
     use crate::convert::Conversion;
 
+    /// A row conversion routine, as the JIT calls it.
     type Routine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
 
     /// Source bits that test every branch of `from → to`: zeros, subnormals, ties, values that
@@ -430,27 +439,39 @@ mod tests {
             .collect();
         for elements in [0usize, 7, 8, 16, 31, 32, 64, 100] {
             let gap = (d * elements).next_multiple_of(64).max(64);
-            for offset in [0usize, 2, 64] {
+            for (offset, up) in [
+                (0usize, true),
+                (2, true),
+                (64, true),
+                (0, false),
+                (2, false),
+            ] {
                 let mut dst = vec![0xEEu8; 3 * gap + 192];
                 let base = dst.as_mut_ptr().align_offset(64) + offset;
+                // Rows going up from `base`, or down from the highest of the three.
+                let (first, stride) = match up {
+                    true => (base, gap as i64),
+                    false => (base + 2 * gap, -(gap as i64)),
+                };
                 // SAFETY: 3 rows of `elements` source elements, `200·s` bytes apart in `src`
-                // (`600·s` bytes), and of `d·elements ≤ gap` bytes, `gap` apart in `dst` from
-                // `base` (below 128); distinct allocations; the routines are those the CPU
-                // has the features of.
+                // (`600·s` bytes), and of `d·elements ≤ gap` bytes in the three slots of `gap`
+                // bytes from `base` (below 128) in `dst`; distinct allocations; the routines
+                // are those the CPU has the features of.
                 unsafe {
                     routine(
                         src.as_ptr(),
-                        dst.as_mut_ptr().add(base),
+                        dst.as_mut_ptr().add(first),
                         3,
                         elements as i64,
                         (200 * s) as i64,
-                        gap as i64,
+                        stride,
                     )
                 };
                 super::super::fence();
                 for (i, &got) in dst.iter().enumerate() {
                     let at = i.wrapping_sub(base);
-                    let (row, col) = (at / gap, at % gap / d);
+                    let (slot, col) = (at / gap, at % gap / d);
+                    let row = if up { slot } else { 2usize.wrapping_sub(slot) };
                     let want = match i >= base && row < 3 && col < elements {
                         true => {
                             let y = rule.apply(xs[row * 200 + col] as u64);
@@ -460,7 +481,7 @@ mod tests {
                     };
                     assert_eq!(
                         got, want,
-                        "{conversion:?}, {elements} elements, offset {offset}, byte {i}"
+                        "{conversion:?}, {elements} elements, offset {offset}, up {up}, byte {i}"
                     );
                 }
             }
