@@ -46,6 +46,21 @@ struct Rows {
     dst_stride: isize,
 }
 
+impl Rows {
+    /// The job of a routine called with these pointers and `[rows, row length, src_stride,
+    /// dst_stride]` (negative counts as none).
+    fn new(src: *const u8, dst: *mut u8, [rows, len, src_stride, dst_stride]: [i64; 4]) -> Rows {
+        Rows {
+            src,
+            dst,
+            rows: rows.max(0) as usize,
+            row_bytes: len.max(0) as usize,
+            src_stride: src_stride as isize,
+            dst_stride: dst_stride as isize,
+        }
+    }
+}
+
 /// Streaming stores of one width, and the loop over a call's rows compiled with the CPU
 /// features they need.
 trait Streamer {
@@ -84,14 +99,7 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
     src_stride: i64,
     dst_stride: i64,
 ) {
-    let job = Rows {
-        src,
-        dst,
-        rows: rows.max(0) as usize,
-        row_bytes: row_bytes.max(0) as usize,
-        src_stride: src_stride as isize,
-        dst_stride: dst_stride as isize,
-    };
+    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
     // SAFETY: forwarded from the caller.
     unsafe { S::rows(job) }
 }

@@ -165,14 +165,7 @@ unsafe extern "C" fn convert_rows<C: Convert>(
     dst_stride: i64,
 ) {
     // The streaming routine's job, its row length counted in elements.
-    let job = Rows {
-        src,
-        dst,
-        rows: rows.max(0) as usize,
-        row_bytes: elements.max(0) as usize,
-        src_stride: src_stride as isize,
-        dst_stride: dst_stride as isize,
-    };
+    let job = Rows::new(src, dst, [rows, elements, src_stride, dst_stride]);
     // SAFETY: forwarded from the caller.
     unsafe { C::rows(job) }
 }
