@@ -6,8 +6,9 @@
 //! half the bytes of the f32 ones.
 //!
 //! Each routine converts by the rules of [`crate::convert`], bit for bit as the generated code
-//! would, and writes rows of whole, aligned cache lines with streaming stores (the caller runs
-//! [`super::fence`] before anyone else reads the destination), other rows with ordinary stores.
+//! would, and writes the whole cache lines of each destination row with streaming stores (the
+//! caller runs [`super::fence`] before anyone else reads the destination), the lines a row
+//! covers in part with ordinary stores.
 
 #[cfg(target_arch = "x86_64")]
 use super::{Rows, LINE_BYTES};
@@ -170,41 +171,76 @@ unsafe extern "C" fn convert_rows<C: Convert>(
     unsafe { C::rows(job) }
 }
 
-/// [`Convert::rows`]'s loop (`job.row_bytes` counts elements here): blocks of `LANES`, then
-/// single elements; streamed where every row is whole, aligned cache lines.
+/// [`Convert::rows`]'s loop (`job.row_bytes` counts elements here), row by row.
 ///
 /// # Safety
 /// As [`convert_rows`]; `C`'s features must be enabled where this is inlined.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn convert_loop<C: Convert>(job: Rows) {
-    const { assert!(LINE_BYTES.is_multiple_of(C::SIZES.1 * C::LANES)) };
-    let (n, (s, d)) = (job.row_bytes, C::SIZES);
-    if n == 0 {
+    if job.row_bytes == 0 {
         // No elements to convert, and no rows the caller vouches for.
         return;
     }
-    let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
-    let stream = whole_lines(job.dst as usize)
-        && whole_lines(job.dst_stride.unsigned_abs())
-        && whole_lines(d * n);
     for r in 0..job.rows as isize {
-        // SAFETY: row `r` of each side is inside the ranges the caller vouches for, and every
-        // access stays within its first `n` elements; a streamed block starts at a multiple of
-        // its bytes (a divisor of the line) from a line-aligned row start.
+        // SAFETY: row `r` of each side is inside the ranges the caller vouches for (the
+        // offsets fit in `isize` because they address memory that exists).
         unsafe {
             let src = job.src.offset(r * job.src_stride);
             let dst = job.dst.offset(r * job.dst_stride);
-            let mut i = 0;
-            while i + C::LANES <= n {
-                C::block(src.add(s * i), dst.add(d * i), stream);
+            convert_row::<C>(src, dst, job.row_bytes);
+        }
+    }
+}
+
+/// One row of `n` elements at any alignment: the whole destination cache lines it covers in
+/// blocks with streaming stores, the lines it covers in part (at most one at each end) with
+/// ordinary stores, as [`super::copy_row`] does (a line streamed in part goes to memory as a
+/// partial write); where the destination is not aligned to its elements, all with ordinary
+/// stores.
+///
+/// # Safety
+/// `n` source elements readable at `src`, `n` destination elements writable at `dst`, not
+/// overlapping; `C`'s features.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn convert_row<C: Convert>(src: *const u8, dst: *mut u8, n: usize) {
+    const { assert!(LINE_BYTES.is_multiple_of(C::SIZES.1 * C::LANES)) };
+    let (s, d) = C::SIZES;
+    let per_line = LINE_BYTES / d;
+    // Elements before the first line boundary, and the end of the whole lines after it.
+    let head = match (dst as usize).is_multiple_of(d) {
+        true => (dst.align_offset(LINE_BYTES) / d).min(n),
+        false => n,
+    };
+    let body_end = head + (n - head) / per_line * per_line;
+    // SAFETY: every access stays within the first `n` elements of each side (`head ≤
+    // body_end ≤ n`, blocks end at or before their range's end); the streamed blocks lie in
+    // `[head, body_end)`, whole lines from a line boundary, so each is aligned to its bytes (a
+    // divisor of the line); the caller promises the features.
+    unsafe {
+        let at = |i: usize| (src.add(s * i), dst.add(d * i));
+        let plain = |from: usize, to: usize| {
+            let mut i = from;
+            while i + C::LANES <= to {
+                let (x, y) = at(i);
+                C::block(x, y, false);
                 i += C::LANES;
             }
-            while i < n {
-                C::one(src.add(s * i), dst.add(d * i));
+            while i < to {
+                let (x, y) = at(i);
+                C::one(x, y);
                 i += 1;
             }
+        };
+        plain(0, head);
+        let mut i = head;
+        while i < body_end {
+            let (x, y) = at(i);
+            C::block(x, y, true);
+            i += C::LANES;
         }
+        plain(body_end, n);
     }
 }
 
@@ -415,9 +451,10 @@ mod tests {
             .collect()
     }
 
-    /// Three rows of several lengths around the blocks, `gap` bytes apart, into destinations
-    /// at a line (streamed where the rows are whole lines) and off it: each element as the
-    /// conversion rules say, nothing else written.
+    /// Three rows of several lengths around the blocks, `gap` bytes apart, going up or down,
+    /// into destinations at a line, off it by whole elements (a head and a tail of ordinary
+    /// stores around streamed lines) and by half an element (no streaming): each element as
+    /// the conversion rules say, nothing else written.
     fn check(routine: Routine, conversion: RowConversion) {
         let (from, to) = match conversion {
             RowConversion::F32ToBf16 => (DType::F32, DType::BF16),
@@ -430,15 +467,11 @@ mod tests {
             .iter()
             .flat_map(|&x| x.to_le_bytes().into_iter().take(s))
             .collect();
-        for elements in [0usize, 7, 8, 16, 31, 32, 64, 100] {
+        for elements in [0usize, 7, 8, 16, 31, 32, 64, 100, 150] {
             let gap = (d * elements).next_multiple_of(64).max(64);
-            for (offset, up) in [
-                (0usize, true),
-                (2, true),
-                (64, true),
-                (0, false),
-                (2, false),
-            ] {
+            let places = [(0usize, true), (2, true), (4, true), (16, true), (64, true)];
+            let down = [(0, false), (2, false), (16, false)];
+            for (offset, up) in places.into_iter().chain(down) {
                 let mut dst = vec![0xEEu8; 3 * gap + 192];
                 let base = dst.as_mut_ptr().align_offset(64) + offset;
                 // Rows going up from `base`, or down from the highest of the three.
