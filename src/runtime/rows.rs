@@ -244,6 +244,19 @@ unsafe fn convert_row<C: Convert>(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// [`Convert::rows`] compiled with the CPU feature `$feature`, so that the loop inlines
+/// [`Convert::block`].
+#[cfg(target_arch = "x86_64")]
+macro_rules! rows_with_feature {
+    ($feature:literal) => {
+        #[target_feature(enable = $feature)]
+        unsafe fn rows(job: Rows) {
+            // SAFETY: forwarded from the caller, who promises the feature (enabled here).
+            unsafe { convert_loop::<Self>(job) }
+        }
+    };
+}
+
 /// f32 → bf16 with the vectors of `V`.
 #[cfg(target_arch = "x86_64")]
 struct F32ToBf16<V>(std::marker::PhantomData<V>);
@@ -291,11 +304,7 @@ impl Convert for F32ToBf16<Avx512> {
         }
     }
 
-    #[target_feature(enable = "avx512f")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises the feature (enabled here).
-        unsafe { convert_loop::<Self>(job) }
-    }
+    rows_with_feature!("avx512f");
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -332,11 +341,7 @@ impl Convert for F32ToBf16<Avx2> {
         }
     }
 
-    #[target_feature(enable = "avx2")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises the feature (enabled here).
-        unsafe { convert_loop::<Self>(job) }
-    }
+    rows_with_feature!("avx2");
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -362,11 +367,7 @@ impl Convert for Bf16ToF32<Avx512> {
         }
     }
 
-    #[target_feature(enable = "avx512f")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises the feature (enabled here).
-        unsafe { convert_loop::<Self>(job) }
-    }
+    rows_with_feature!("avx512f");
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -393,11 +394,7 @@ impl Convert for Bf16ToF32<Avx2> {
         }
     }
 
-    #[target_feature(enable = "avx2")]
-    unsafe fn rows(job: Rows) {
-        // SAFETY: forwarded from the caller, who promises the feature (enabled here).
-        unsafe { convert_loop::<Self>(job) }
-    }
+    rows_with_feature!("avx2");
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
