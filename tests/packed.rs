@@ -9,7 +9,7 @@ use common::guard::{Edge, Guarded, Pin, EDGES};
 use common::random_layouts::pair_from;
 use common::{check_plan_moves_of, permutations};
 use proptest::prelude::*;
-use relayout::plan::{Kernel, Packed, Plan, Tactics};
+use relayout::plan::{Kernel, Packed, Plan, Tactics, TransposeWrite};
 use relayout::{compile_relayout_with, reference, DType, Error, Layout, Options, Target};
 
 /// What every destination byte holds before a run, so that slots a relayout must leave alone
@@ -140,6 +140,40 @@ fn four_bit_transposes_of_whole_tiles_and_edges_take_the_nibble_kernel() {
         for threads in [1, 2] {
             check_packed(&src, &dst, 4, None, threads, None).unwrap();
         }
+    }
+}
+
+#[test]
+fn four_bit_transposes_stage_their_blocks_as_byte_transposes_do() {
+    // Edges on either side (130, 100), rows of whole staged runs (64 x 2048), and a block whose
+    // staging rows would end mid-byte (an odd extent along the destination rows: in place).
+    for (rows, cols) in [(256, 192), (130, 100), (64, 2048), (96, 33)] {
+        let src = Layout::row_major(&[rows, cols]).unwrap();
+        let dst = Layout::col_major(&[rows, cols]).unwrap();
+        let mut staged = 0;
+        for k in 0..Tactics::CANDIDATES.len() {
+            let pin = Pin::eager(k);
+            let plan = Plan::packed(&src, &dst, packed(4), pin.tactics, pin.target).unwrap();
+            plan.verify().unwrap();
+            check_plan_moves_of(&plan, &src, &dst);
+            staged += plan
+                .regions()
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.kernel,
+                        Kernel::Transpose {
+                            write: TransposeWrite::Staged(_),
+                            ..
+                        }
+                    )
+                })
+                .count();
+            for threads in [1, 2] {
+                check_packed(&src, &dst, 4, None, threads, Some(pin)).unwrap();
+            }
+        }
+        assert_eq!(staged > 0, rows % 2 == 0 && cols % 2 == 0, "{rows}x{cols}");
     }
 }
 

@@ -8,13 +8,15 @@
 //! - A 4-bit transpose the planner kept combines each pair of source rows into one row of
 //!   bytes that each hold a destination nibble pair, then transposes those bytes: per tile of
 //!   16 elements along `a` and 32 along `b`, 32 eight-byte loads, masks and shifts, one byte
-//!   interleave per row pair, the 16 × 16 byte transpose network, 16 stores of 16 bytes.
+//!   interleave per row pair, the 16 × 16 byte transpose network, 16 stores of 16 bytes. It
+//!   stores in place, or, as the byte transposes do, into the staging buffer whose rows are then
+//!   copied (or streamed) out whole.
 
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 
 use super::network::Network;
 use super::{Emitter, VECTOR_BYTES};
-use crate::plan::{CopyWrite, Kernel, Loop, Packed, TransposeTile};
+use crate::plan::{CopyWrite, Flush, Kernel, Loop, Packed, TransposeTile, TransposeWrite};
 
 /// Elements of a 4-bit transpose tile along `a` (16 bytes of nibble pairs per destination row)
 /// and along `b` (16 source row pairs).
@@ -34,30 +36,82 @@ impl Emitter<'_> {
         match kernel {
             Kernel::Element => self.packed_element(packed, s, d),
             Kernel::Copy { len, write, .. } => {
-                let k = packed.per_byte() as i64;
                 let (s, d) = (self.byte_address(packed, s), self.byte_address(packed, d));
-                let bytes = len as i64 / k;
+                let bytes = len / packed.per_byte();
                 match write {
-                    CopyWrite::Stored => self.copy(s, d, bytes),
+                    CopyWrite::Stored => self.copy(s, d, bytes as i64),
                     CopyWrite::Streamed { rows } => {
-                        let routine = self.stream_routine();
-                        let rows = Loop {
-                            extent: rows.extent,
-                            src_stride: rows.src_stride / k,
-                            dst_stride: rows.dst_stride / k,
-                            index_stride: 0,
-                        };
-                        self.stream_copy(routine, rows, bytes as usize, s, d)
+                        self.byte_rows(packed, rows, bytes, Flush::Streamed, s, d)
                     }
                 }
             }
-            Kernel::Transpose { tile, .. } => self.nibble_transpose(tile, s, d),
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::InPlace,
+            } => self.nibble_transpose(tile, s, d),
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Staged(flush),
+            } => self.staged_nibble_transpose(tile, flush, s, d),
             // The planner lowers the other kernels to element moves (the verifier checks it);
             // were one left, its loops around element moves do the same.
             Kernel::Zip { .. } | Kernel::Unzip { .. } => {
                 self.nest(&kernel.loops(), Kernel::Element, s, d)
             }
         }
+    }
+
+    /// Copies `rows` (element strides) of `bytes` bytes each from byte address `s` to byte
+    /// address `d`, by vector copies or by one call of the streaming routine.
+    fn byte_rows(
+        &mut self,
+        packed: Packed,
+        rows: Loop,
+        bytes: usize,
+        flush: Flush,
+        s: Value,
+        d: Value,
+    ) {
+        let k = packed.per_byte() as i64;
+        let rows = Loop {
+            extent: rows.extent,
+            src_stride: rows.src_stride / k,
+            dst_stride: rows.dst_stride / k,
+            index_stride: 0,
+        };
+        match flush {
+            Flush::Copied => self.fixed_loop(rows, s, d, |e, s, d| e.copy(s, d, bytes as i64)),
+            Flush::Streamed => {
+                let routine = self.stream_routine();
+                self.stream_copy(routine, rows, bytes, s, d)
+            }
+        }
+    }
+
+    /// A 4-bit transpose through the staging buffer: the block's tiles into staging rows of
+    /// `b.extent` elements (one per step of `a`, whole bytes: the planner staged only then),
+    /// then those rows out to the destination one after another.
+    fn staged_nibble_transpose(&mut self, tile: TransposeTile, flush: Flush, s: Value, d: Value) {
+        let row = tile.b.extent;
+        let into_stage = TransposeTile {
+            a: Loop {
+                dst_stride: row as i64,
+                ..tile.a
+            },
+            ..tile
+        };
+        let stage = self.stage_address();
+        let shift = PACKED_4.per_byte().trailing_zeros() as i64;
+        let stage_elements = self.b.ins().ishl_imm_u(stage, shift);
+        self.nibble_transpose(into_stage, s, stage_elements);
+        let rows = Loop {
+            extent: tile.a.extent,
+            src_stride: row as i64,
+            dst_stride: tile.a.dst_stride,
+            index_stride: 0,
+        };
+        let d = self.byte_address(PACKED_4, d);
+        self.byte_rows(PACKED_4, rows, row / PACKED_4.per_byte(), flush, stage, d);
     }
 
     /// The byte address of element address `p`.

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::ir::{
-    CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Plan, Region, TransposeWrite,
-    UnzipWrite, Walk, ZipWrite,
+    CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region,
+    TransposeWrite, UnzipWrite, Walk, ZipWrite,
 };
 
 impl fmt::Display for Plan {
@@ -100,7 +100,7 @@ impl Nest<'_, '_> {
             self.open(l)?;
         }
         let staged = |flush: Flush, runs: usize| {
-            let bytes = region.stage_bytes(plan.dst_elem_size()).unwrap_or(0);
+            let bytes = plan.region_stage_bytes(region).unwrap_or(0);
             let how = match flush {
                 Flush::Streamed => "streamed",
                 Flush::Copied => "copied",
@@ -166,8 +166,15 @@ impl Nest<'_, '_> {
                     Walk::Across => " across source rows",
                     Walk::Along => "",
                 };
+                let tiles = match plan.packed {
+                    Some(_) => {
+                        let (along_a, along_b) = Packed::TRANSPOSE_TILE;
+                        format!("{along_a}x{along_b} nibble-pair")
+                    }
+                    None => format!("{lanes}x{lanes} register"),
+                };
                 self.line(format_args!(
-                    "transpose {lanes}x{lanes} register tiles{walk}: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
+                    "transpose {tiles} tiles{walk}: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
                     a.extent, a.dst_stride, b.extent, b.src_stride
                 ))
             }

@@ -259,9 +259,9 @@ impl Kernel {
         }
     }
 
-    /// Bytes of the staging buffer the kernel fills, if it stages.
-    pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
-        let elements = match *self {
+    /// Elements of the staging buffer the kernel fills, if it stages.
+    pub fn stage_elements(&self) -> Option<usize> {
+        Some(match *self {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(_),
@@ -283,8 +283,13 @@ impl Kernel {
                 write: UnzipWrite::StreamedRun { steps },
             } => tile.elements() * steps.extent,
             _ => return None,
-        };
-        Some(elements * elem_size)
+        })
+    }
+
+    /// Bytes of the staging buffer the kernel fills with elements of `elem_size` bytes, if it
+    /// stages.
+    pub fn stage_bytes(&self, elem_size: usize) -> Option<usize> {
+        self.stage_elements().map(|n| n * elem_size)
     }
 
     /// Whether the kernel writes with streaming stores (through the runtime's routine).
@@ -666,7 +671,14 @@ impl Plan {
     pub fn stage_bytes(&self) -> Option<usize> {
         self.regions
             .iter()
-            .filter_map(|r| r.stage_bytes(self.dst_elem_size()))
+            .filter_map(|r| self.region_stage_bytes(r))
             .max()
+    }
+
+    /// Bytes of the staging buffer `region` fills with destination elements, if its kernel
+    /// stages (packed elements counted as the bytes they fill).
+    pub fn region_stage_bytes(&self, region: &Region) -> Option<usize> {
+        let elements = region.kernel.stage_elements()?;
+        Some(self.bytes_of(elements, self.dst_elem_size()))
     }
 }

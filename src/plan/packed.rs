@@ -10,11 +10,14 @@
 use super::ir::{Kernel, Packed, Region, TransposeWrite};
 
 /// `region` with each kernel the packed code generator cannot run as it is replaced by its loops
-/// around [`Kernel::Element`] (a transpose is written in place: the packed one has no staging).
+/// around [`Kernel::Element`]. A transpose stages only where each staging row (a block's run
+/// along `b`) fills whole bytes; otherwise it is written in place.
 pub(super) fn lower(mut region: Region, packed: Packed) -> Region {
-    if let Kernel::Transpose { tile, .. } = region.kernel {
-        let write = TransposeWrite::InPlace;
-        region.kernel = Kernel::Transpose { tile, write };
+    if let Kernel::Transpose { tile, write } = region.kernel {
+        if !stages_whole_bytes(tile.b.extent, write, packed) {
+            let write = TransposeWrite::InPlace;
+            region.kernel = Kernel::Transpose { tile, write };
+        }
     }
     if region.kernel != Kernel::Element && !moves_whole_bytes(&region, packed) {
         let loops = region.kernel.loops();
@@ -27,8 +30,8 @@ pub(super) fn lower(mut region: Region, packed: Packed) -> Region {
 }
 
 /// Whether the region's kernel moves whole bytes, starting from whole bytes on both sides: a
-/// copy of whole bytes, or an in-place transpose of 4-bit elements whose rows pair up into
-/// bytes on both sides.
+/// copy of whole bytes, or a transpose of 4-bit elements whose rows pair up into bytes on both
+/// sides, written in place or through staging rows of whole bytes.
 pub(super) fn moves_whole_bytes(region: &Region, packed: Packed) -> bool {
     let k = packed.per_byte() as i64;
     let whole = |n: i64| n % k == 0;
@@ -40,12 +43,18 @@ pub(super) fn moves_whole_bytes(region: &Region, packed: Packed) -> bool {
             }
             Kernel::Transpose { tile, write } => {
                 k == 2
-                    && write == TransposeWrite::InPlace
+                    && (write == TransposeWrite::InPlace
+                        || stages_whole_bytes(tile.b.extent, write, packed))
                     && whole(tile.a.dst_stride)
                     && whole(tile.b.src_stride)
             }
             Kernel::Element | Kernel::Zip { .. } | Kernel::Unzip { .. } => false,
         }
+}
+
+/// Whether a transpose written as `write` stages rows of `run` elements that fill whole bytes.
+fn stages_whole_bytes(run: usize, write: TransposeWrite, packed: Packed) -> bool {
+    matches!(write, TransposeWrite::Staged(_)) && run.is_multiple_of(packed.per_byte())
 }
 
 /// Whether every point at which the region runs its kernel starts a whole byte on both sides:

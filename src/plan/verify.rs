@@ -148,7 +148,7 @@ fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
             "the kernel consumes the only loop of its region".into(),
         ));
     }
-    if let Some(bytes) = region.stage_bytes(plan.dst_elem_size()) {
+    if let Some(bytes) = plan.region_stage_bytes(region) {
         if bytes > plan.target.stage_limit_bytes {
             return Err((
                 Rule::StageLimit,
