@@ -138,6 +138,7 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let isa = host_isa(Optimise::of(&plan))?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
+    builder.symbol(runtime::PREFETCH_ROWS, runtime::prefetch_rows_routine());
     let row_conversions: Vec<(RowConversion, *const u8)> = RowConversion::ALL
         .into_iter()
         .filter_map(|c| c.routine().map(|routine| (c, routine)))
@@ -151,6 +152,10 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
         .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
     debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
+    let prefetch_rows = module
+        .declare_function(runtime::PREFETCH_ROWS, Linkage::Import, &stream_rows_sig)
+        .map_err(|e| codegen_err(&e))?;
+    debug_assert_eq!(prefetch_rows.as_u32(), codegen::PREFETCH_ROWS_NAME.index);
     for &(c, _) in &row_conversions {
         // The same signature: pointers, rows, the row length and two strides.
         let id = module

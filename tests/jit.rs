@@ -70,6 +70,29 @@ fn transposes_into_rows_that_share_l1_sets() {
 }
 
 #[test]
+fn staged_transposes_inside_loops_prefetch_the_next_block() {
+    use relayout::plan::Plan;
+    // 1024² f32: staged blocks in a loop along the source; 512²: tiles in place.
+    for (shape, prefetches) in [([1024, 1024], true), ([512, 512], false)] {
+        let src = Layout::row_major(&shape).unwrap();
+        let dst = Layout::col_major(&shape).unwrap();
+        let plan = Plan::new(&src, &dst, 4).unwrap();
+        let planned = plan.regions().iter().any(|r| r.prefetches_next_block());
+        assert_eq!(planned, prefetches, "{plan}");
+        assert_eq!(
+            plan.to_string().contains("prefetched"),
+            prefetches,
+            "{plan}"
+        );
+        let kernel = compile_relayout(&src, &dst).unwrap();
+        // The prefetching routine is the runtime's second import (`u0:1`).
+        let clif = kernel.clif().unwrap();
+        assert_eq!(clif.contains("= u0:1 "), prefetches, "{plan}\n{clif}");
+        check_pair(&src, &dst);
+    }
+}
+
+#[test]
 fn every_candidate_tactics_moves_every_element() {
     use relayout::plan::{Plan, Tactics};
     use relayout::Target;

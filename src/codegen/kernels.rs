@@ -18,6 +18,15 @@ const STRAIGHT_COPY_BYTES: i64 = 256;
 /// Vectors moved per iteration of a long copy.
 const COPY_UNROLL: i64 = 4;
 
+/// The source rows a staged block reads: `rows` rows of `row_bytes` bytes, `row_stride` bytes
+/// apart.
+#[derive(Clone, Copy)]
+pub(super) struct SourceBlock {
+    pub(super) rows: usize,
+    pub(super) row_bytes: i64,
+    pub(super) row_stride: i64,
+}
+
 /// Which way a zip network runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Strips {
@@ -28,10 +37,11 @@ enum Strips {
 }
 
 impl Emitter<'_> {
-    /// Emits `kernel` at source address `s` and destination address `d`.
-    pub(super) fn kernel(&mut self, kernel: Kernel, s: Value, d: Value) {
+    /// Emits `kernel` at source address `s` and destination address `d`, inside the loop
+    /// `around` if any (whose next step is the kernel's next block).
+    pub(super) fn kernel(&mut self, kernel: Kernel, around: Option<Loop>, s: Value, d: Value) {
         if let Some(packed) = self.packed {
-            return self.packed_kernel(packed, kernel, s, d);
+            return self.packed_kernel(packed, kernel, around, s, d);
         }
         match kernel {
             Kernel::Element => self.element(s, d),
@@ -62,7 +72,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_transpose(tile, flush, s, d),
+            } => self.staged_transpose(tile, flush, around, s, d),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::InPlace,
@@ -277,7 +287,14 @@ impl Emitter<'_> {
     /// A transpose into the staging buffer, whose rows (one per step of `a`) are `b.extent`
     /// elements long, then the rows out to their places in the destination, one after another:
     /// by one call of the streaming routine, or by vector copies.
-    fn staged_transpose(&mut self, tile: TransposeTile, flush: Flush, s: Value, d: Value) {
+    fn staged_transpose(
+        &mut self,
+        tile: TransposeTile,
+        flush: Flush,
+        around: Option<Loop>,
+        s: Value,
+        d: Value,
+    ) {
         let (a, b) = (tile.a, tile.b);
         let row = b.extent as i64;
         let into_stage = TransposeTile {
@@ -293,7 +310,16 @@ impl Emitter<'_> {
             dst_stride: a.dst_stride,
             index_stride: 0,
         };
-        let fill = |e: &mut Self, stage: Value| e.transpose(into_stage, s, stage);
+        let size = self.src_size;
+        let block = SourceBlock {
+            rows: b.extent,
+            row_bytes: a.extent as i64 * size,
+            row_stride: b.src_stride * size,
+        };
+        let fill = |e: &mut Self, stage: Value| {
+            e.transpose(into_stage, s, stage);
+            e.prefetch_next(block, around.map(|l| l.src_stride * size), s);
+        };
         match flush {
             Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill),
             Flush::Copied => {
@@ -305,6 +331,20 @@ impl Emitter<'_> {
                 });
             }
         }
+    }
+
+    /// Asks the runtime's prefetching routine for the source rows `block` that start `step`
+    /// bytes after byte address `s`: the next block of a staged transpose, called once its own
+    /// source is read and before its stage goes out, so that the next block's reads overlap
+    /// this block's writes. No step (no loop around the kernel) or a step of 0 asks for nothing.
+    pub(super) fn prefetch_next(&mut self, block: SourceBlock, step: Option<i64>, s: Value) {
+        let Some(step) = step.filter(|&step| step != 0) else {
+            return;
+        };
+        let routine = self.prefetch_routine();
+        let next = self.offset(s, step);
+        let shape = [block.rows as i64, block.row_bytes, block.row_stride, 0];
+        self.call_stream_rows(routine, next, next, shape);
     }
 
     /// The zips or unzips of `steps` (a single one for [`SINGLE`]) into the staging buffer,

@@ -85,11 +85,24 @@ impl Emitter<'_> {
 
     /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`.
     pub(super) fn nest(&mut self, loops: &[Loop], kernel: Kernel, s: Value, d: Value) {
+        self.nest_in(None, loops, kernel, s, d)
+    }
+
+    /// [`Emitter::nest`] inside the loop `around`, if any: the kernel learns the innermost loop
+    /// that runs it (where its next block is).
+    pub(super) fn nest_in(
+        &mut self,
+        around: Option<Loop>,
+        loops: &[Loop],
+        kernel: Kernel,
+        s: Value,
+        d: Value,
+    ) {
         match loops.split_first() {
-            None => self.kernel(kernel, s, d),
-            Some((outer, inner)) => {
-                self.fixed_loop(*outer, s, d, |e, s, d| e.nest(inner, kernel, s, d))
-            }
+            None => self.kernel(kernel, around, s, d),
+            Some((outer, inner)) => self.fixed_loop(*outer, s, d, |e, s, d| {
+                e.nest_in(Some(*outer), inner, kernel, s, d)
+            }),
         }
     }
 }

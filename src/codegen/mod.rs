@@ -10,8 +10,8 @@
 //!
 //! The emitter holds no mode: each kernel of the plan says how it writes, and `kernels.rs`
 //! dispatches on that. What a function needs once (the staging buffer, sized for the plan's
-//! largest block, and the import of the streaming routine) is made the first time a kernel asks
-//! for it. The code generator compiles plans for 16-byte vectors only
+//! largest block, and the imports of the runtime's routines) is made the first time a kernel
+//! asks for it. The code generator compiles plans for 16-byte vectors only
 //! ([`CRANELIFT_VECTOR_BYTES`]); the JIT refuses others before it gets here.
 
 mod convert;
@@ -54,6 +54,12 @@ pub(crate) const STREAM_ROWS_NAME: UserExternalName = UserExternalName {
     index: 0,
 };
 
+/// The name by which generated code calls the prefetching routine: declared second.
+pub(crate) const PREFETCH_ROWS_NAME: UserExternalName = UserExternalName {
+    namespace: 0,
+    index: 1,
+};
+
 /// The name by which generated code calls the runtime's routine for `c`: the JIT module
 /// declares the row conversions the host has after the streaming routine, in the order of
 /// [`RowConversion::ALL`] (the host has all of them or none).
@@ -61,7 +67,7 @@ pub(crate) fn row_conversion_name(c: RowConversion) -> UserExternalName {
     let position = RowConversion::ALL.iter().position(|&x| x == c);
     UserExternalName {
         namespace: 0,
-        index: 1 + position.expect("every row conversion is in ALL") as u32,
+        index: 2 + position.expect("every row conversion is in ALL") as u32,
     }
 }
 
@@ -149,6 +155,7 @@ pub(crate) fn build(
         staged_conversion,
         stream_rows: None,
         convert_rows: None,
+        prefetch_rows: None,
     };
     let mut first = 0i64;
     for region in plan.regions() {
@@ -199,6 +206,8 @@ pub(crate) struct Emitter<'a> {
     stream_rows: Option<FuncRef>,
     /// The runtime's row conversion routine, once a kernel has asked for it.
     convert_rows: Option<FuncRef>,
+    /// The runtime's prefetching routine, once a kernel has asked for it.
+    prefetch_rows: Option<FuncRef>,
 }
 
 impl Emitter<'_> {
@@ -225,6 +234,15 @@ impl Emitter<'_> {
             .stream_rows
             .unwrap_or_else(|| self.import_routine(STREAM_ROWS_NAME));
         self.stream_rows = Some(routine);
+        routine
+    }
+
+    /// The runtime's prefetching routine, imported on first use.
+    fn prefetch_routine(&mut self) -> FuncRef {
+        let routine = self
+            .prefetch_rows
+            .unwrap_or_else(|| self.import_routine(PREFETCH_ROWS_NAME));
+        self.prefetch_rows = Some(routine);
         routine
     }
 
@@ -330,7 +348,7 @@ impl Emitter<'_> {
                     saved.map(|t| self.scaled_start(t, lo, outer.index_stride * self.index_bytes));
                 let strides = (outer.src_stride, outer.dst_stride, outer.index_stride);
                 self.counted_loop(lo, hi, s, d, strides, |e, _, s, d| {
-                    e.nest(inner, region.kernel, s, d)
+                    e.nest_in(Some(*outer), inner, region.kernel, s, d)
                 });
                 self.table = saved;
             }

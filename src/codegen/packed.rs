@@ -14,6 +14,7 @@
 
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 
+use super::kernels::SourceBlock;
 use super::network::Network;
 use super::{Emitter, VECTOR_BYTES};
 use crate::plan::{CopyWrite, Flush, Kernel, Loop, Packed, TransposeTile, TransposeWrite};
@@ -32,7 +33,14 @@ struct Nibbles {
 
 impl Emitter<'_> {
     /// Emits a packed plan's kernel at element addresses `s` and `d`.
-    pub(super) fn packed_kernel(&mut self, packed: Packed, kernel: Kernel, s: Value, d: Value) {
+    pub(super) fn packed_kernel(
+        &mut self,
+        packed: Packed,
+        kernel: Kernel,
+        around: Option<Loop>,
+        s: Value,
+        d: Value,
+    ) {
         match kernel {
             Kernel::Element => self.packed_element(packed, s, d),
             Kernel::Copy { len, write, .. } => {
@@ -52,7 +60,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_nibble_transpose(tile, flush, s, d),
+            } => self.staged_nibble_transpose(tile, flush, around, s, d),
             // The planner lowers the other kernels to element moves (the verifier checks it);
             // were one left, its loops around element moves do the same.
             Kernel::Zip { .. } | Kernel::Unzip { .. } => {
@@ -91,8 +99,16 @@ impl Emitter<'_> {
     /// A 4-bit transpose through the staging buffer: the block's tiles into staging rows of
     /// `b.extent` elements (one per step of `a`, whole bytes: the planner staged only then),
     /// then those rows out to the destination one after another.
-    fn staged_nibble_transpose(&mut self, tile: TransposeTile, flush: Flush, s: Value, d: Value) {
+    fn staged_nibble_transpose(
+        &mut self,
+        tile: TransposeTile,
+        flush: Flush,
+        around: Option<Loop>,
+        s: Value,
+        d: Value,
+    ) {
         let row = tile.b.extent;
+        let k = PACKED_4.per_byte();
         let into_stage = TransposeTile {
             a: Loop {
                 dst_stride: row as i64,
@@ -104,6 +120,13 @@ impl Emitter<'_> {
         let shift = PACKED_4.per_byte().trailing_zeros() as i64;
         let stage_elements = self.b.ins().ishl_imm_u(stage, shift);
         self.nibble_transpose(into_stage, s, stage_elements);
+        let block = SourceBlock {
+            rows: tile.b.extent,
+            row_bytes: tile.a.extent.div_ceil(k) as i64,
+            row_stride: tile.b.src_stride / k as i64,
+        };
+        let s_bytes = self.byte_address(PACKED_4, s);
+        self.prefetch_next(block, around.map(|l| l.src_stride / k as i64), s_bytes);
         let rows = Loop {
             extent: tile.a.extent,
             src_stride: row as i64,
@@ -111,7 +134,7 @@ impl Emitter<'_> {
             index_stride: 0,
         };
         let d = self.byte_address(PACKED_4, d);
-        self.byte_rows(PACKED_4, rows, row / PACKED_4.per_byte(), flush, stage, d);
+        self.byte_rows(PACKED_4, rows, row / k, flush, stage, d);
     }
 
     /// The byte address of element address `p`.

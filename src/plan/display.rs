@@ -105,8 +105,12 @@ impl Nest<'_, '_> {
                 Flush::Streamed => "streamed",
                 Flush::Copied => "copied",
             };
+            let prefetch = match region.prefetches_next_block() {
+                true => ", the next block's source prefetched,",
+                false => "",
+            };
             format!(
-                "staged in a {bytes}-byte buffer, {how} out as {runs} run(s) of {} bytes:",
+                "staged in a {bytes}-byte buffer{prefetch} {how} out as {runs} run(s) of {} bytes:",
                 bytes / runs.max(1)
             )
         };

@@ -531,6 +531,19 @@ impl Region {
         self.kernel.stage_bytes(elem_size)
     }
 
+    /// Whether the code asks the CPU for the next block's source while it writes this one out:
+    /// a staged transpose inside a loop that moves along the source (the runtime's prefetching
+    /// routine, called between filling the stage and flushing it).
+    pub fn prefetches_next_block(&self) -> bool {
+        matches!(
+            self.kernel,
+            Kernel::Transpose {
+                write: TransposeWrite::Staged(_),
+                ..
+            }
+        ) && self.loops.last().is_some_and(|l| l.src_stride != 0)
+    }
+
     /// Iterations of the outermost loop: the unit in which work is split between threads.
     pub fn outer_extent(&self) -> usize {
         match (&self.indexed, self.loops.first()) {

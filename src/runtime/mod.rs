@@ -1,6 +1,6 @@
-//! Routines the generated code calls: stores that bypass the cache (non-temporal stores), which
-//! Cranelift cannot emit, and conversions of staged rows in vectors wider than Cranelift's
-//! ([`RowConversion`]). Kernels for large destinations finish a block of the destination in a
+//! Routines the generated code calls: stores that bypass the cache (non-temporal stores) and
+//! prefetches, which Cranelift cannot emit, and conversions of staged rows in vectors wider than
+//! Cranelift's ([`RowConversion`]). Kernels for large destinations finish a block of the destination in a
 //! small staging buffer (or read a contiguous source run directly) and hand it to
 //! [`stream_rows`], once per block, which writes it out with streaming stores.
 //!
@@ -248,6 +248,49 @@ wide_streamer!(
     Avx512, "avx512f", 64, __m512i, _mm512_loadu_si512, _mm512_stream_si512
 );
 
+/// The symbol under which the JIT module resolves [`prefetch_rows`].
+pub(crate) const PREFETCH_ROWS: &str = "relayout_prefetch_rows";
+
+/// [`prefetch_rows`]'s address, for the JIT module.
+///
+/// A staged transpose calls it once per block, after it has read its own source and before it
+/// writes its stage out, for the next block's source rows: the reads of the next block then
+/// overlap the writes of this one, where otherwise each block would wait for memory on its
+/// reads, then on its writes. On a 2-core AMD EPYC (Zen 4) VM this took NCHW → NHWC (staged
+/// and streamed, f32) from about 0.6 to 0.85 of memcpy, the 8192² f32 transpose from 0.52–0.60
+/// to 0.79–0.83 and the (0, 2, 1) permutation of 64 × 512 × 512 from 0.57–0.59 to 0.87–0.92.
+pub(crate) fn prefetch_rows_routine() -> *const u8 {
+    prefetch_rows as *const u8
+}
+
+/// Asks the CPU to bring every cache line of `rows` rows of `row_bytes` bytes at `src` (rows
+/// `src_stride` bytes apart) towards its caches; the last two arguments (the streaming
+/// routine's destination and its stride) are ignored. A prefetch reads nothing the program can
+/// see and never faults, so any address is allowed.
+extern "C" fn prefetch_rows(
+    src: *const u8,
+    _dst: *mut u8,
+    rows: i64,
+    row_bytes: i64,
+    src_stride: i64,
+    _dst_stride: i64,
+) {
+    #[cfg(target_arch = "x86_64")]
+    for r in 0..rows.max(0) as isize {
+        let row = src.wrapping_offset(r * src_stride as isize);
+        let mut at = 0;
+        while at < row_bytes.max(0) as usize {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: a prefetch is a hint: it accesses no memory architecturally and does not
+            // fault on any address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(at).cast()) };
+            at += LINE_BYTES;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (src, rows, row_bytes, src_stride);
+}
+
 /// Orders this thread's streaming stores before everything that follows (`mfence` on x86-64).
 pub(crate) fn fence() {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -258,6 +301,19 @@ mod tests {
     use super::*;
 
     type Routine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
+
+    #[test]
+    fn prefetches_of_any_address_do_not_fault() {
+        // The page at 0 is never mapped, and rows going down from it wrap around the address
+        // space; the kernels ask for the block after their last one, past the buffer.
+        prefetch_rows(std::ptr::null(), std::ptr::null_mut(), 4, 256, 4096, 0);
+        prefetch_rows(std::ptr::null(), std::ptr::null_mut(), 4, 256, -4096, 0);
+        let buffer = [0u8; 64];
+        let past = buffer.as_ptr().wrapping_add(1 << 30);
+        prefetch_rows(past, std::ptr::null_mut(), 16, 1024, 1 << 20, 0);
+        // Nothing to ask for.
+        prefetch_rows(past, std::ptr::null_mut(), -1, -1, 0, 0);
+    }
 
     /// Three rows of every length up to past two 64-byte stores, at every destination offset
     /// within 64 bytes, rows a multiple of 64 bytes apart (up or down, where whole aligned rows
