@@ -73,8 +73,8 @@
 //!   layout pair, element size, tactics and target), of kernels (keyed by plan) and of tuning
 //!   choices; [`compile_relayout`], [`Options`] and [`Relayout`] are its public face.
 //! - `codegen` (internal): plan → Cranelift IR; `jit` (internal): Cranelift IR → machine code
-//!   that a [`Relayout`] calls; `runtime` (internal): the streaming-store routine generated code
-//!   calls; `tune` (internal): choosing among candidate tactics by timing the first runs.
+//!   that a [`Relayout`] calls; `runtime` (internal): the routines generated code calls
+//!   (streaming stores, prefetches, f32 ↔ bf16 rows); `tune` (internal): choosing among candidate tactics by timing the first runs.
 //! - [`reference`](mod@reference): the element-by-element relayout, the oracle of the tests and the naive
 //!   baseline of the benchmarks.
 //! - `suite` (hidden from these docs): the standard benchmark suite that `relayout bench`, the
