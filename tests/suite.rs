@@ -385,6 +385,19 @@ fn bench_keeps_tuning_choices_in_a_file() {
     assert_eq!(bench_tsv(&args).len(), 1);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
     std::fs::remove_file(&file).ok();
+
+    // Converting relayouts keep theirs too: the fused kernel's choice, under its conversion.
+    let mut converting = args.to_vec();
+    converting.extend(["--to", "f64"]);
+    let out = bench(&converting);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(kept.lines().any(|l| l.contains("f32 -> f64")), "{kept}");
+    std::fs::remove_file(&file).ok();
 }
 
 /// `relayout bench --conversions` times every converting case of the suite, and a converting

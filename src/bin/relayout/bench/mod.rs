@@ -233,12 +233,30 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     }
     let threads = usize::from(args.threads);
     let runs = [args.runs, args.runs, args.naive_runs].map(usize::from);
+    if let Some(path) = args.tuning_file.as_deref().filter(|p| p.exists()) {
+        relayout::tuning::load(path)?;
+    }
     if let Some(mut jobs) = args.conversion_jobs(size)? {
         if args.candidates {
             jobs = jobs.into_iter().flat_map(|job| job.candidates()).collect();
         }
-        return conversions::run(&jobs, threads, runs, args.format);
+        conversions::run(&jobs, threads, runs, args.format)?;
+    } else {
+        suite(&args, size, threads, runs)?;
     }
+    if let Some(path) = &args.tuning_file {
+        relayout::tuning::save(path)?;
+    }
+    Ok(())
+}
+
+/// Times the suite's cases (or the --src/--dst pair) that move bits as they are.
+fn suite(
+    args: &BenchArgs,
+    size: Size,
+    threads: usize,
+    runs: [usize; 3],
+) -> Result<(), Box<dyn std::error::Error>> {
     let mut jobs = args.jobs(size)?;
     if args.candidates {
         jobs = jobs
@@ -248,9 +266,6 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             .into_iter()
             .flatten()
             .collect();
-    }
-    if let Some(path) = args.tuning_file.as_deref().filter(|p| p.exists()) {
-        relayout::tuning::load(path)?;
     }
     let mut out = std::io::stdout().lock();
     write_header(&mut out, args.format)?;
@@ -264,9 +279,6 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = &args.plot {
         std::fs::write(path, bar_chart(&rows, threads, runs[0]))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    if let Some(path) = &args.tuning_file {
-        relayout::tuning::save(path)?;
     }
     Ok(())
 }
