@@ -27,6 +27,17 @@ pub(super) struct SourceBlock {
     pub(super) row_stride: i64,
 }
 
+/// `tile` writing into the staging buffer: a row of `b.extent` elements per step of `a`.
+pub(super) fn into_stage(tile: TransposeTile) -> TransposeTile {
+    TransposeTile {
+        a: Loop {
+            dst_stride: tile.b.extent as i64,
+            ..tile.a
+        },
+        ..tile
+    }
+}
+
 /// Which way a zip network runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Strips {
@@ -297,13 +308,7 @@ impl Emitter<'_> {
     ) {
         let (a, b) = (tile.a, tile.b);
         let row = b.extent as i64;
-        let into_stage = TransposeTile {
-            a: Loop {
-                dst_stride: row,
-                ..a
-            },
-            ..tile
-        };
+        let into_stage = into_stage(tile);
         let rows = Loop {
             extent: a.extent,
             src_stride: row,

@@ -153,9 +153,7 @@ pub(crate) fn build(
         stage_bytes,
         stage: None,
         staged_conversion,
-        stream_rows: None,
-        convert_rows: None,
-        prefetch_rows: None,
+        routines: HashMap::new(),
     };
     let mut first = 0i64;
     for region in plan.regions() {
@@ -202,12 +200,8 @@ pub(crate) struct Emitter<'a> {
     stage: Option<StackSlot>,
     /// How staged and streamed blocks convert their elements.
     staged_conversion: StagedConversion,
-    /// The runtime's streaming routine, once a kernel has asked for it.
-    stream_rows: Option<FuncRef>,
-    /// The runtime's row conversion routine, once a kernel has asked for it.
-    convert_rows: Option<FuncRef>,
-    /// The runtime's prefetching routine, once a kernel has asked for it.
-    prefetch_rows: Option<FuncRef>,
+    /// The runtime's routines imported so far, by the index of their name.
+    routines: HashMap<u32, FuncRef>,
 }
 
 impl Emitter<'_> {
@@ -230,29 +224,27 @@ impl Emitter<'_> {
 
     /// The runtime's streaming routine, imported on first use.
     fn stream_routine(&mut self) -> FuncRef {
-        let routine = self
-            .stream_rows
-            .unwrap_or_else(|| self.import_routine(STREAM_ROWS_NAME));
-        self.stream_rows = Some(routine);
-        routine
+        self.routine(STREAM_ROWS_NAME)
     }
 
     /// The runtime's prefetching routine, imported on first use.
     fn prefetch_routine(&mut self) -> FuncRef {
-        let routine = self
-            .prefetch_rows
-            .unwrap_or_else(|| self.import_routine(PREFETCH_ROWS_NAME));
-        self.prefetch_rows = Some(routine);
-        routine
+        self.routine(PREFETCH_ROWS_NAME)
     }
 
-    /// The runtime's routine for the row conversion `c`, imported on first use (a function
-    /// converts by one routine at most).
+    /// The runtime's routine for the row conversion `c`, imported on first use.
     fn convert_rows_routine(&mut self, c: RowConversion) -> FuncRef {
-        let routine = self
-            .convert_rows
-            .unwrap_or_else(|| self.import_routine(row_conversion_name(c)));
-        self.convert_rows = Some(routine);
+        self.routine(row_conversion_name(c))
+    }
+
+    /// The runtime's routine called `name`, imported the first time it is asked for.
+    fn routine(&mut self, name: UserExternalName) -> FuncRef {
+        if let Some(&routine) = self.routines.get(&name.index) {
+            return routine;
+        }
+        let index = name.index;
+        let routine = self.import_routine(name);
+        self.routines.insert(index, routine);
         routine
     }
 

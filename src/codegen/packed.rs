@@ -14,7 +14,7 @@
 
 use cranelift_codegen::ir::{types, InstBuilder, Value};
 
-use super::kernels::SourceBlock;
+use super::kernels::{into_stage, SourceBlock};
 use super::network::Network;
 use super::{Emitter, VECTOR_BYTES};
 use crate::plan::{CopyWrite, Flush, Kernel, Loop, Packed, TransposeTile, TransposeWrite};
@@ -109,13 +109,7 @@ impl Emitter<'_> {
     ) {
         let row = tile.b.extent;
         let k = PACKED_4.per_byte();
-        let into_stage = TransposeTile {
-            a: Loop {
-                dst_stride: row as i64,
-                ..tile.a
-            },
-            ..tile
-        };
+        let into_stage = into_stage(tile);
         let stage = self.stage_address();
         let shift = PACKED_4.per_byte().trailing_zeros() as i64;
         let stage_elements = self.b.ins().ishl_imm_u(stage, shift);
