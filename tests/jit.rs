@@ -93,6 +93,35 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
 }
 
 #[test]
+fn large_transposes_stage_and_stream_by_default() {
+    use relayout::plan::{Flush, Kernel, Plan, Tactics, TransposeWrite};
+    use relayout::Target;
+    // 2048² f32 (16 MiB) streams; with ordinary stores for large writes (the second
+    // candidate) its tiles are stored in place, fitted to the destination's rows.
+    let src = Layout::row_major(&[2048, 2048]).unwrap();
+    let dst = Layout::col_major(&[2048, 2048]).unwrap();
+    let writes = |tactics: Tactics| -> Vec<TransposeWrite> {
+        let plan = Plan::with_tactics(&src, &dst, 4, tactics, Target::host()).unwrap();
+        plan.regions()
+            .iter()
+            .filter_map(|r| match r.kernel {
+                Kernel::Transpose { write, .. } => Some(write),
+                _ => None,
+            })
+            .collect()
+    };
+    let default = writes(Tactics::default());
+    assert!(!default.is_empty());
+    assert!(default
+        .iter()
+        .all(|&w| w == TransposeWrite::Staged(Flush::Streamed)));
+    let stored = writes(Tactics::CANDIDATES[1]);
+    assert!(stored
+        .iter()
+        .all(|&w| w != TransposeWrite::Staged(Flush::Streamed)));
+}
+
+#[test]
 fn every_candidate_tactics_moves_every_element() {
     use relayout::plan::{Plan, Tactics};
     use relayout::Target;

@@ -47,7 +47,7 @@ pub(super) struct Context {
 }
 
 impl Context {
-    /// Whether copies, zips and unzips stream.
+    /// Whether copies, zips and unzips stream (and fitted transposes stage and stream).
     fn streams_runs(&self) -> bool {
         self.large && self.tactics.large_writes == LargeWrites::Streamed
     }
@@ -104,7 +104,10 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
         ),
         Kernel::Transpose { tile, .. } => {
             let row_bytes = tile.a.dst_stride.unsigned_abs() as usize * elem_size;
-            let blocking = cx.tactics.tiling.blocking(row_bytes, cx.target);
+            let blocking = cx
+                .tactics
+                .tiling
+                .blocking(row_bytes, cx.streams_runs(), cx.target);
             block_transpose(region, tile, blocking, cx)
         }
         Kernel::Unzip { tile, write }
