@@ -48,11 +48,11 @@ enum Strips {
 }
 
 impl Emitter<'_> {
-    /// Emits `kernel` at source address `s` and destination address `d`, inside the loop
-    /// `around` if any (whose next step is the kernel's next block).
-    pub(super) fn kernel(&mut self, kernel: Kernel, around: Option<Loop>, s: Value, d: Value) {
+    /// Emits `kernel` at source address `s` and destination address `d`; a staged transpose
+    /// prefetches the source of the next block, `next_block` source elements on, if given.
+    pub(super) fn kernel(&mut self, kernel: Kernel, next_block: Option<i64>, s: Value, d: Value) {
         if let Some(packed) = self.packed {
-            return self.packed_kernel(packed, kernel, around, s, d);
+            return self.packed_kernel(packed, kernel, next_block, s, d);
         }
         match kernel {
             Kernel::Element => self.element(s, d),
@@ -83,7 +83,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_transpose(tile, flush, around, s, d),
+            } => self.staged_transpose(tile, flush, next_block, s, d),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::InPlace,
@@ -302,7 +302,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         flush: Flush,
-        around: Option<Loop>,
+        next_block: Option<i64>,
         s: Value,
         d: Value,
     ) {
@@ -323,7 +323,7 @@ impl Emitter<'_> {
         };
         let fill = |e: &mut Self, stage: Value| {
             e.transpose(into_stage, s, stage);
-            e.prefetch_next(block, around.map(|l| l.src_stride * size), s);
+            e.prefetch_next(block, next_block.map(|step| step * size), s);
         };
         match flush {
             Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill),
@@ -341,9 +341,9 @@ impl Emitter<'_> {
     /// Asks the runtime's prefetching routine for the source rows `block` that start `step`
     /// bytes after byte address `s`: the next block of a staged transpose, called once its own
     /// source is read and before its stage goes out, so that the next block's reads overlap
-    /// this block's writes. No step (no loop around the kernel) or a step of 0 asks for nothing.
+    /// this block's writes. No step asks for nothing.
     pub(super) fn prefetch_next(&mut self, block: SourceBlock, step: Option<i64>, s: Value) {
-        let Some(step) = step.filter(|&step| step != 0) else {
+        let Some(step) = step else {
             return;
         };
         let routine = self.prefetch_routine();

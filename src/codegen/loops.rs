@@ -85,23 +85,25 @@ impl Emitter<'_> {
 
     /// The loops `loops` (outermost first) around `kernel`, starting at `s` and `d`.
     pub(super) fn nest(&mut self, loops: &[Loop], kernel: Kernel, s: Value, d: Value) {
-        self.nest_in(None, loops, kernel, s, d)
+        self.region_nest(loops, kernel, None, s, d)
     }
 
-    /// [`Emitter::nest`] inside the loop `around`, if any: the kernel learns the innermost loop
-    /// that runs it (where its next block is).
-    pub(super) fn nest_in(
+    /// [`Emitter::nest`] for a region's kernel, which prefetches the next block `next_block`
+    /// source elements on, if the plan says so ([`Region::next_block_step`]).
+    ///
+    /// [`Region::next_block_step`]: crate::plan::Region::next_block_step
+    pub(super) fn region_nest(
         &mut self,
-        around: Option<Loop>,
         loops: &[Loop],
         kernel: Kernel,
+        next_block: Option<i64>,
         s: Value,
         d: Value,
     ) {
         match loops.split_first() {
-            None => self.kernel(kernel, around, s, d),
+            None => self.kernel(kernel, next_block, s, d),
             Some((outer, inner)) => self.fixed_loop(*outer, s, d, |e, s, d| {
-                e.nest_in(Some(*outer), inner, kernel, s, d)
+                e.region_nest(inner, kernel, next_block, s, d)
             }),
         }
     }

@@ -37,7 +37,7 @@ impl Emitter<'_> {
         &mut self,
         packed: Packed,
         kernel: Kernel,
-        around: Option<Loop>,
+        next_block: Option<i64>,
         s: Value,
         d: Value,
     ) {
@@ -60,7 +60,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_nibble_transpose(tile, flush, around, s, d),
+            } => self.staged_nibble_transpose(tile, flush, next_block, s, d),
             // The planner lowers the other kernels to element moves (the verifier checks it);
             // were one left, its loops around element moves do the same.
             Kernel::Zip { .. } | Kernel::Unzip { .. } => {
@@ -103,7 +103,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         flush: Flush,
-        around: Option<Loop>,
+        next_block: Option<i64>,
         s: Value,
         d: Value,
     ) {
@@ -120,7 +120,7 @@ impl Emitter<'_> {
             row_stride: tile.b.src_stride / k as i64,
         };
         let s_bytes = self.byte_address(PACKED_4, s);
-        self.prefetch_next(block, around.map(|l| l.src_stride / k as i64), s_bytes);
+        self.prefetch_next(block, next_block.map(|step| step / k as i64), s_bytes);
         let rows = Loop {
             extent: tile.a.extent,
             src_stride: row as i64,

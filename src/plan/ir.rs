@@ -535,13 +535,21 @@ impl Region {
     /// a staged transpose inside a loop that moves along the source (the runtime's prefetching
     /// routine, called between filling the stage and flushing it).
     pub fn prefetches_next_block(&self) -> bool {
-        matches!(
+        self.next_block_step().is_some()
+    }
+
+    /// Where the next block's source starts, in source elements from this block's, when the code
+    /// prefetches it ([`Region::prefetches_next_block`]): the innermost loop's source stride.
+    pub fn next_block_step(&self) -> Option<i64> {
+        let staged = matches!(
             self.kernel,
             Kernel::Transpose {
                 write: TransposeWrite::Staged(_),
                 ..
             }
-        ) && self.loops.last().is_some_and(|l| l.src_stride != 0)
+        );
+        let step = self.loops.last()?.src_stride;
+        (staged && step != 0).then_some(step)
     }
 
     /// Iterations of the outermost loop: the unit in which work is split between threads.
