@@ -274,6 +274,61 @@ fn runs_of_two_to_the_m_move_as_vector_copies() {
 }
 
 #[test]
+fn rows_above_the_swizzle_are_walked_so_transposes_shuffle() {
+    // (swizzled, transposed plain, 2^M): the rows lie a multiple of 2^(M+B+|S|) apart, above
+    // every bit the swizzle reads or writes, so a transpose into (or out of) the swizzled side
+    // walks them as a loop beside the runs and shuffles registers where a run fills a vector;
+    // only the runs' positions along a row go through the swizzle.
+    for (sw, plain, run) in [
+        (
+            "cute:Sw<2,2,2> o _0 o (64,64):(64,1)",
+            "cute:(64,64):(1,64)",
+            4,
+        ),
+        (
+            "cute:Sw<3,3,3> o _0 o (16,512):(512,1)",
+            "cute:(16,512):(1,16)",
+            8,
+        ),
+        (
+            "cute:Sw<3,4,3> o _0 o (8,1024):(1024,1)",
+            "cute:(8,1024):(1,8)",
+            16,
+        ),
+    ] {
+        let (sw, plain) = (parse(sw), parse(plain));
+        for elem_size in [1, 2, 4, 8] {
+            for (src, dst) in [(&plain, &sw), (&sw, &plain)] {
+                let plan = plan(src, dst, elem_size);
+                let [region] = plan.regions() else {
+                    panic!("one region\n{plan}");
+                };
+                let ix = region.indexed.as_ref().expect("an indexed loop");
+                assert_eq!(ix.extents, [sw.shape()[1] / run], "{plan}");
+                // Runs of a vector or more move through registers: tiles, or zips and
+                // unzips where the rows are few.
+                let shuffles = matches!(
+                    region.kernel,
+                    Kernel::Transpose { .. } | Kernel::Zip { .. } | Kernel::Unzip { .. }
+                );
+                assert!(shuffles || run * elem_size < 16, "{plan}");
+            }
+        }
+        check_pair(&plain, &sw);
+        check_pair(&sw, &plain);
+    }
+    // Rows above the swizzle that the runs' side also reads in order stay in the indexed loop,
+    // which walks them outermost: a copy goes row by row.
+    let copy = plan(
+        &parse("cute:(8,1024):(1024,1)"),
+        &parse("cute:Sw<3,4,3> o _0 o (8,1024):(1024,1)"),
+        2,
+    );
+    let ix = copy.regions()[0].indexed.as_ref().expect("an indexed loop");
+    assert_eq!(ix.extents, [8, 64], "{copy}");
+}
+
+#[test]
 fn pairs_the_swizzle_cuts_into_elements_are_indexed_whole() {
     // No run to keep (M = 0), an offset inside a run, runs of two lengths, a run that the next
     // digit does not continue: every dim is indexed and each element swizzled on its own.

@@ -14,8 +14,8 @@ impl Emitter<'_> {
         let mut inner: i64 = ix.extents.iter().map(|&n| n as i64).product();
         for &n in &ix.extents {
             inner /= n as i64;
-            let q = self.b.ins().udiv_imm_u(flat, inner);
-            coords.push(self.b.ins().urem_imm_u(q, n as i64));
+            let q = self.udiv_const(flat, inner);
+            coords.push(self.urem_const(q, n as i64));
         }
         let src = self.side_offset(&ix.src, ix.src_swizzle, &coords, self.src_size);
         let dst = self.side_offset(&ix.dst, ix.dst_swizzle, &coords, self.dst_size);
@@ -25,8 +25,8 @@ impl Emitter<'_> {
     /// Coordinate `k` of the point with flat row-major index `flat` of `ix`.
     pub(super) fn indexed_coord(&mut self, ix: &Indexed, flat: Value, k: usize) -> Value {
         let inner: usize = ix.extents[k + 1..].iter().product();
-        let q = self.b.ins().udiv_imm_u(flat, inner as i64);
-        self.b.ins().urem_imm_u(q, ix.extents[k] as i64)
+        let q = self.udiv_const(flat, inner as i64);
+        self.urem_const(q, ix.extents[k] as i64)
     }
 
     /// The byte offset of one side, of elements of `elem_size` bytes: its terms summed
@@ -94,7 +94,7 @@ impl Emitter<'_> {
     /// `floor(v / d)` for `d > 0`.
     fn floor_div(&mut self, v: Value, d: i64, nonnegative: bool) -> Value {
         if nonnegative {
-            return self.b.ins().udiv_imm_u(v, d);
+            return self.udiv_const(v, d);
         }
         let q = self.b.ins().sdiv_imm_s(v, d);
         let r = self.b.ins().srem_imm_s(v, d);
@@ -106,11 +106,30 @@ impl Emitter<'_> {
     /// `v mod m` in `[0, m)` for `m > 0`.
     fn floor_mod(&mut self, v: Value, m: i64, nonnegative: bool) -> Value {
         if nonnegative {
-            return self.b.ins().urem_imm_u(v, m);
+            return self.urem_const(v, m);
         }
         let r = self.b.ins().srem_imm_s(v, m);
         let wrapped = self.b.ins().iadd_imm_s(r, m);
         let negative = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0);
         self.b.ins().select(negative, wrapped, r)
+    }
+
+    /// `v / d` for `v >= 0` and a constant `d > 0`: a shift where `d` is a power of two (the
+    /// code generator runs without the optimiser that would find that; a 64-bit division takes
+    /// tens of cycles).
+    fn udiv_const(&mut self, v: Value, d: i64) -> Value {
+        match d {
+            1 => v,
+            _ if d.count_ones() == 1 => self.b.ins().ushr_imm_u(v, d.trailing_zeros() as i64),
+            _ => self.b.ins().udiv_imm_u(v, d),
+        }
+    }
+
+    /// `v mod m` for `v >= 0` and a constant `m > 0`: a mask where `m` is a power of two.
+    fn urem_const(&mut self, v: Value, m: i64) -> Value {
+        match m {
+            _ if m.count_ones() == 1 => self.b.ins().band_imm_s(v, m - 1),
+            _ => self.b.ins().urem_imm_u(v, m),
+        }
     }
 }

@@ -234,7 +234,7 @@ impl Plan {
         let (walked_src, walked_dst, loopable) = match split {
             None => (src.clone(), dst.clone(), vec![true; src.rank()]),
             Some(None) => (src.clone(), dst.clone(), vec![false; src.rank()]),
-            Some(Some(split)) => (split.src, split.dst, split.low),
+            Some(Some(split)) => (split.src, split.dst, split.walked),
         };
         let (src_walked, dst_walked) = (&walked_src, &walked_dst);
         let rank = src_walked.rank();

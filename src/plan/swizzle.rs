@@ -12,20 +12,22 @@
 //! [`split`] finds such a split for a pair (the low part of a dim is `x mod v`, its high part
 //! `x div v`, each a logical dim of the pair's reshaped layouts) and checks the condition above
 //! exactly on every swizzled side; the planner then walks the low dims as loops and indexes the
-//! rest. A pair that does not split is planned with every dim indexed.
+//! rest, except dims that move offsets only above the bits the swizzle touches ([`above`]),
+//! which are walked too. A pair that does not split is planned with every dim indexed.
 
 use crate::layout::{Digit, Layout, Source};
 
 /// The pair reshaped for a swizzle: unswizzled layouts of the same function (before the
-/// swizzle) over the split dims, and which of their dims are low (walked outside the swizzle).
+/// swizzle) over the split dims, and which of their dims are walked outside the swizzle.
 pub(super) struct Split {
     /// The source's affine part over the split dims.
     pub src: Layout,
     /// The destination's affine part over the split dims.
     pub dst: Layout,
-    /// Per dim of the split layouts: whether its offsets on every swizzled side stay below the
-    /// bits the swizzle reads and writes.
-    pub low: Vec<bool>,
+    /// Per dim of the split layouts: whether it is walked as a loop outside the swizzle, its
+    /// offsets on every swizzled side staying below the bits the swizzle reads and writes, or
+    /// moving only above them.
+    pub walked: Vec<bool>,
 }
 
 /// The split of a pair with at least one swizzled side, if one exists that leaves some dim (or
@@ -54,10 +56,55 @@ pub(super) fn split(src: &Layout, dst: &Layout) -> Option<Split> {
             }
         }
     }
+    // Dims above the swizzle join the walked loops where one side reads them more closely than
+    // the low dims (a transpose then tiles them with the low dims); elsewhere the indexed loop,
+    // which is outermost, walks them in order.
+    let low_dims: Vec<usize> = (0..low.len()).filter(|&d| low[d]).collect();
+    let walked: Vec<bool> = (0..low.len())
+        .map(|d| {
+            low[d]
+                || ([(src, &src_split), (dst, &dst_split)]
+                    .iter()
+                    .all(|(layout, split)| {
+                        layout
+                            .swizzle()
+                            .is_none_or(|s| above(split, d, s.top_bit()))
+                    })
+                    && [&src_split, &dst_split]
+                        .iter()
+                        .any(|split| min_stride(split, &[d]) < min_stride(split, &low_dims)))
+        })
+        .collect();
     Some(Split {
         src: src_split,
         dst: dst_split,
-        low,
+        walked,
+    })
+}
+
+/// The smallest absolute stride of the digits of `layout` that read any of `dims` (`i128::MAX`
+/// if none does).
+fn min_stride(layout: &Layout, dims: &[usize]) -> i128 {
+    layout
+        .digits()
+        .iter()
+        .filter(|g| g.source.dims().iter().any(|d| dims.contains(d)))
+        .map(|g| (g.stride as i128).abs())
+        .min()
+        .unwrap_or(i128::MAX)
+}
+
+/// Whether dim `d` of a split layout moves its offsets only above the bits a swizzle reads and
+/// writes: every digit that reads it reads it alone, with a stride that is a multiple of
+/// `2^top_bit`. Such a dim commutes with the swizzle (`swizzle(o + k·2^top_bit) =
+/// swizzle(o) + k·2^top_bit`), so it is walked as a loop outside it, as the low dims are: the
+/// rows of `Sw<3,4,3> o (4096,4096):(4096,1)` are 4096 offsets apart, above the swizzle's ten
+/// bits, and a transpose into it moves tiles of rows.
+fn above(layout: &Layout, d: usize, top_bit: u32) -> bool {
+    let unit = 1i128 << top_bit;
+    layout.digits().iter().all(|g| {
+        let dims = g.source.dims();
+        !dims.contains(&d) || (dims.len() == 1 && (g.stride as i128).rem_euclid(unit) == 0)
     })
 }
 
@@ -287,7 +334,7 @@ mod tests {
         let row = parse("cute:(8,64):(64,1)");
         let s = split(&sw, &row).expect("a split");
         assert_eq!(s.src.shape(), [8, 4, 16]);
-        assert_eq!(s.low, [false, false, true]);
+        assert_eq!(s.walked, [false, false, true]);
         same_offsets(&sw, &s.src, &[1, 16]);
         same_offsets(&row, &s.dst, &[1, 16]);
         // Column-major inside the swizzle: dim 0 is contiguous, 8 of it fit a run of 16, then
@@ -295,14 +342,14 @@ mod tests {
         let cols = parse("cute:Sw<3,4,3> o (8,64):(1,8)");
         let s = split(&cols, &row).expect("a split");
         assert_eq!(
-            (s.src.shape(), s.low.as_slice()),
+            (s.src.shape(), s.walked.as_slice()),
             (&[8, 32, 2][..], &[true, false, true][..])
         );
         same_offsets(&cols, &s.src, &[8, 2]);
         // Both sides swizzled alike; a non-zero offset that is a multiple of the run.
         let based = parse("cute:Sw<2,4,-3> o 32 o (8,64):(64,1)");
         let s = split(&based, &sw).expect("a split");
-        assert_eq!(s.low, [false, false, true]);
+        assert_eq!(s.walked, [false, false, true]);
     }
 
     #[test]
