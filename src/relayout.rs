@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::convert::{Conversion, PerIndex};
 use crate::dtype::DType;
@@ -79,6 +79,7 @@ pub struct Options {
     threads: usize,
     min_bytes_per_thread: usize,
     tune: bool,
+    tune_budget: Duration,
     cache: bool,
     tactics: Option<Tactics>,
     target: Target,
@@ -96,6 +97,7 @@ impl Default for Options {
             threads: 1,
             min_bytes_per_thread: DEFAULT_MIN_BYTES_PER_THREAD,
             tune: false,
+            tune_budget: Options::DEFAULT_TUNE_BUDGET,
             cache: true,
             tactics: None,
             target: Target::host(),
@@ -287,14 +289,51 @@ impl Options {
     }
 
     /// Tune large relayouts by measurement (the blocking of transposes, and whether copies, zips
-    /// and unzips stream): compile each distinct candidate ([`Tactics::CANDIDATES`]), run each
-    /// on the first runs (four in a row each, the last three counted; every candidate is a
-    /// correct kernel, so those runs do the real work), then keep the fastest. The choice is
-    /// remembered for the process. Pairs with small destinations (under the target's
+    /// and unzips stream): compile each distinct candidate ([`Tactics::CANDIDATES`], ranked),
+    /// run them on the first runs (every candidate is a correct kernel, so those runs do the
+    /// real work), then keep the fastest. Each measured candidate runs one to four times in a
+    /// row, a first warm-up run not counted (where runs are shorter than 20 ms); the runs stay
+    /// within [`Options::tune_budget`] (two candidates are always measured), so for the largest
+    /// tensors only the first candidates in rank are measured. The choice is remembered for the process (and [`crate::tuning`] keeps it
+    /// across processes). Pairs with small destinations (under the target's
     /// [`stream_min_bytes`](Target::stream_min_bytes)) or a single distinct candidate are not
     /// tuned, nor are relayouts whose tactics [`Options::tactics`] pins.
     pub fn tune(self, on: bool) -> Options {
         Options { tune: on, ..self }
+    }
+
+    /// The default of [`Options::tune_budget`]: with compiling the candidates, tuning one case
+    /// of the benchmark suite stays within half a second.
+    pub const DEFAULT_TUNE_BUDGET: Duration = Duration::from_millis(400);
+
+    /// How long the runs that tune a relayout ([`Options::tune`]) may take in all, about: the
+    /// first run shows how long one takes, and the budget then buys up to three timed runs of
+    /// every candidate (after a warm-up run each, for runs under 20 ms), or one of each, or one
+    /// of as many candidates as fit in rank order (never fewer than two candidates, whatever
+    /// the budget); measuring stops once the runs have spent it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use relayout::{compile_relayout_with, Layout, Options};
+    ///
+    /// let src = Layout::row_major(&[2048, 2048])?; // 16 MiB of f32: tuned
+    /// let dst = Layout::col_major(&[2048, 2048])?;
+    /// let options = Options::new().tune(true).tune_budget(Duration::from_millis(50));
+    /// let r = compile_relayout_with(&src, &dst, options)?;
+    /// let (a, mut b) = (vec![0f32; 2048 * 2048], vec![0f32; 2048 * 2048]);
+    /// let mut runs = 0;
+    /// while r.tactics().is_none() {
+    ///     r.run(&a, &mut b)?;
+    ///     runs += 1;
+    /// }
+    /// assert!(runs >= 3); // two candidates at least, the default's first run untimed
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn tune_budget(self, budget: Duration) -> Options {
+        Options {
+            tune_budget: budget,
+            ..self
+        }
     }
 
     /// Look the kernel up in the process-wide cache, and keep it there (the default); with
@@ -496,7 +535,10 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         Kernels::One(Arc::new(first))
     } else {
         let candidates = std::iter::once(first).chain(alternatives).collect();
-        Kernels::Tuned(Arc::new(Tuner::new(candidates)), Arc::new(key))
+        Kernels::Tuned(
+            Arc::new(Tuner::new(candidates, options.tune_budget)),
+            Arc::new(key),
+        )
     };
     Ok(Relayout {
         kernels,

@@ -13,6 +13,15 @@
 //! the wrong candidate fastest (on a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 24.5 MiB chose a
 //! blocking that runs at 7.7 GB/s over one that runs at 14).
 //!
+//! The runs spend a time budget (`Options::tune_budget`), like HPTT's limit on its `MEASURE`
+//! search: the first run shows how long one takes, and the budget then buys up to three trials
+//! of every candidate (after a warm-up run each), or one of each, or one of as many candidates
+//! as fit in their ranked order (the default first), never fewer than two candidates;
+//! measuring also stops once the runs have spent the budget (slower candidates than the first
+//! run foretold). Runs of 20 ms or more move far more than a last-level cache holds and need no
+//! warm-up. A 488 MiB f64 transpose, whose runs take about 85 ms, measures the first four
+//! candidates once each; a 64 MiB one measures them all, three trials each.
+//!
 //! [`Tactics::CANDIDATES`]: crate::plan::Tactics::CANDIDATES
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -20,41 +29,108 @@ use std::time::Duration;
 
 use crate::engine::Candidate;
 
-/// Timed runs of each candidate before choosing, after one untimed run.
-const TRIALS: usize = 3;
-/// Runs of each candidate: the untimed one, then the trials.
-const RUNS: usize = 1 + TRIALS;
+/// Timed runs (trials) of each measured candidate at most.
+const MOST_TRIALS: usize = 3;
+/// Candidates measured at least (the default and the next in rank), whatever the budget.
+const FEWEST_CANDIDATES: usize = 2;
+/// Runs at least this long move hundreds of MiB, much more than a last-level cache holds, so
+/// what the run before left in the caches hardly matters: each candidate's first run counts too
+/// (except the default's, the caller's very first run, which may touch fresh pages).
+const LONG_RUN: Duration = Duration::from_millis(20);
 
 /// The bookkeeping of a tuning: which candidate runs next, the times of their runs, and the
-/// choice once every candidate has had its runs.
+/// choice once every measured candidate has had its runs.
+///
+/// The budget decides how many trials each candidate gets and how many candidates are
+/// measured, once the first run has shown how long one takes: up to three trials of every
+/// candidate where the budget allows, else one each, else one of as many candidates as fit,
+/// taken in their order (the candidates come ranked, the default first), and never fewer than
+/// two candidates; measuring also stops once the runs have spent the budget.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Trials {
     times: Vec<Vec<Duration>>,
+    budget: Duration,
+    /// Timed runs of each measured candidate.
+    trials: usize,
+    /// Whether each candidate's first run is untimed (runs shorter than [`LONG_RUN`]).
+    warm_up: bool,
+    /// How many candidates are measured, in rank order.
+    measured: usize,
 }
 
 impl Trials {
-    /// Trials of `candidates` candidates.
-    pub(crate) fn new(candidates: usize) -> Trials {
+    /// Trials of `candidates` candidates whose runs may take about `budget` in all (two
+    /// candidates are always measured). Until the first run is timed, every candidate is to
+    /// have a warm-up run and three trials.
+    pub(crate) fn new(candidates: usize, budget: Duration) -> Trials {
         Trials {
             times: vec![Vec::new(); candidates],
+            budget,
+            trials: MOST_TRIALS,
+            warm_up: true,
+            measured: candidates,
         }
     }
 
-    /// The candidate whose run comes next: the first short of its runs, so that each
-    /// candidate's runs follow one another; `None` once every candidate has had them.
+    /// The candidate whose run comes next: the first measured one short of its runs, so that
+    /// each candidate's runs follow one another; `None` once every measured candidate has had
+    /// them.
     pub(crate) fn next(&self) -> Option<usize> {
-        (0..self.times.len()).find(|&i| self.times[i].len() < RUNS)
+        (0..self.measured).find(|&i| self.times[i].len() < self.runs(i))
     }
 
-    /// Records a run of candidate `i`; once every candidate has its runs, returns the one with
-    /// the fastest single trial (its runs but the first), the earliest on a tie.
+    /// Records a run of candidate `i`; once every measured candidate has its runs, returns the
+    /// one with the fastest single trial (its runs but an untimed first), the earliest on a tie.
     pub(crate) fn record(&mut self, i: usize, took: Duration) -> Option<usize> {
         self.times.get_mut(i)?.push(took);
+        if self.times.iter().map(Vec::len).sum::<usize>() == 1 {
+            self.fit_budget(took);
+        }
+        if self.times.iter().flatten().sum::<Duration>() >= self.budget {
+            self.stop_measuring();
+        }
         if self.next().is_some() {
             return None;
         }
-        let fastest = |t: &[Duration]| t[1..].iter().min().copied().unwrap_or(Duration::MAX);
-        (0..self.times.len()).min_by_key(|&i| fastest(&self.times[i]))
+        let fastest = |i: usize| {
+            let counted = &self.times[i][self.untimed(i)..];
+            counted.iter().min().copied().unwrap_or(Duration::MAX)
+        };
+        (0..self.measured).min_by_key(|&i| fastest(i))
+    }
+
+    /// Runs of candidate `i` that are not timed: a warm-up run, or the default's first.
+    fn untimed(&self, i: usize) -> usize {
+        usize::from(self.warm_up || i == 0)
+    }
+
+    /// Runs of candidate `i`.
+    fn runs(&self, i: usize) -> usize {
+        self.untimed(i) + self.trials
+    }
+
+    /// Once the budget is spent: no candidate beyond those whose runs are all in, unless that
+    /// leaves fewer than two (slower candidates than the first run foretold spend it early).
+    fn stop_measuring(&mut self) {
+        let done = (0..self.measured)
+            .take_while(|&i| self.times[i].len() >= self.runs(i))
+            .count();
+        self.measured = done.max(FEWEST_CANDIDATES.min(self.times.len()));
+    }
+
+    /// Sets the warm-up, the trials per candidate and the candidates measured from the time of
+    /// the first run.
+    fn fit_budget(&mut self, run: Duration) {
+        let candidates = self.times.len();
+        let affordable = self.budget.as_nanos() / run.as_nanos().max(1);
+        let affordable = usize::try_from(affordable).unwrap_or(usize::MAX);
+        self.warm_up = run < LONG_RUN;
+        let warm_up = usize::from(self.warm_up);
+        self.trials = (affordable / candidates)
+            .saturating_sub(warm_up)
+            .clamp(1, MOST_TRIALS);
+        self.measured = (affordable / (self.trials + warm_up))
+            .clamp(FEWEST_CANDIDATES.min(candidates), candidates);
     }
 }
 
@@ -66,11 +142,11 @@ pub(crate) struct Tuner {
 }
 
 impl Tuner {
-    /// A tuner over `candidates` (at least two, distinct plans; the first is used until a
-    /// choice is made).
-    pub(crate) fn new(candidates: Vec<Candidate>) -> Tuner {
+    /// A tuner over `candidates` (at least two, distinct plans, ranked: the first is used until
+    /// a choice is made) whose runs may take about `budget` in all.
+    pub(crate) fn new(candidates: Vec<Candidate>, budget: Duration) -> Tuner {
         Tuner {
-            trials: Mutex::new(Trials::new(candidates.len())),
+            trials: Mutex::new(Trials::new(candidates.len(), budget)),
             candidates,
             chosen: OnceLock::new(),
         }
@@ -117,21 +193,34 @@ impl Tuner {
 mod tests {
     use super::*;
 
+    const RUNS: usize = 1 + MOST_TRIALS;
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
 
-    /// Runs the trials with `times[i][r]` as the `r`-th run of candidate `i`, in the order
-    /// `next` asks for them, and returns the order and the choice.
-    fn tune(times: &[[u64; RUNS]]) -> (Vec<usize>, Option<usize>) {
-        let mut trials = Trials::new(times.len());
+    /// A budget no run here comes near.
+    const AMPLE: Duration = Duration::from_secs(3600);
+
+    /// Runs the trials with `times[i][r]` as the `r`-th run of candidate `i` (a run not listed
+    /// takes the candidate's last time), in the order `next` asks for them, within `budget`,
+    /// and returns the order and the choice.
+    fn tune_within<const N: usize>(
+        budget: Duration,
+        times: &[[u64; N]],
+    ) -> (Vec<usize>, Option<usize>) {
+        let mut trials = Trials::new(times.len(), budget);
         let (mut order, mut runs, mut choice) = (Vec::new(), vec![0; times.len()], None);
         while let Some(i) = trials.next() {
             order.push(i);
-            choice = trials.record(i, ms(times[i][runs[i]]));
+            choice = trials.record(i, ms(times[i][runs[i].min(N - 1)]));
             runs[i] += 1;
         }
         (order, choice)
+    }
+
+    fn tune(times: &[[u64; RUNS]]) -> (Vec<usize>, Option<usize>) {
+        tune_within(AMPLE, times)
     }
 
     #[test]
@@ -156,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_choice_comes_only_once_every_candidate_has_its_runs() {
-        let mut trials = Trials::new(2);
+        let mut trials = Trials::new(2, AMPLE);
         for _ in 0..RUNS {
             assert_eq!(trials.record(0, ms(1)), None);
         }
@@ -166,5 +255,40 @@ mod tests {
         assert_eq!(trials.record(1, ms(2)), Some(0));
         assert_eq!(trials.next(), None);
         assert_eq!(trials.record(7, ms(1)), None, "no such candidate");
+    }
+
+    #[test]
+    fn the_budget_cuts_runs_then_candidates_in_rank_order() {
+        // Eleven candidates of 10 ms runs: 500 ms buys 50 runs, four for each.
+        let (order, _) = tune_within(ms(500), &[[10]; 11]);
+        assert_eq!(order.len(), 44);
+        // 250 ms buys 25 runs: two for each of 11 (one trial each).
+        let (order, _) = tune_within(ms(250), &[[10]; 11]);
+        assert_eq!(order.len(), 22);
+        // 100 ms buys 10: two runs for the first five candidates, in order.
+        let (order, _) = tune_within(ms(100), &[[10]; 11]);
+        assert_eq!(order, [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]);
+        // However long a run, the default and the next candidate get a trial each; runs this
+        // long count from the first, but for the default's.
+        let (order, choice) = tune_within(ms(100), &[[900, 800], [700, 700], [1, 1]]);
+        assert_eq!((order, choice), (vec![0, 0, 1], Some(1)));
+        // 400 ms buys four 85 ms runs: one each of the first four candidates, the default's
+        // first run not counted, and measuring ends there (spent).
+        let mut times = [[85, 85]; 11];
+        (times[1], times[2], times[3], times[4]) = ([90, 90], [80, 80], [60, 60], [50, 50]);
+        let (order, choice) = tune_within(ms(400), &times);
+        assert_eq!((order, choice), (vec![0, 0, 1, 2, 3], Some(3)));
+        // A single candidate's trials end with its choice.
+        assert_eq!(tune_within(ms(1), &[[5, 5]]), (vec![0, 0], Some(0)));
+        // Slower candidates than the first run foretold spend the budget early: measuring ends
+        // with the candidate that spent it (100 ms buys two runs of five 10 ms candidates).
+        let (order, choice) = tune_within(ms(100), &[[10], [50], [40], [1], [1]]);
+        assert_eq!((order, choice), (vec![0, 0, 1, 1], Some(0)));
+        let (order, _) = tune_within(ms(100), &[[10], [20], [40], [1], [1]]);
+        assert_eq!(
+            order,
+            [0, 0, 1, 1, 2],
+            "the third candidate does not finish"
+        );
     }
 }

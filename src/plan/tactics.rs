@@ -212,14 +212,27 @@ impl Tiling {
 }
 
 impl Tactics {
-    /// The tactics worth measuring against each other: the default, the default with ordinary
-    /// stores for copies and zips (and tiles stored in place, fitted to the destination's rows,
-    /// for transposes), 256-byte runs in 4 KiB and 16 KiB blocks, no macro blocks, and
-    /// staged blocks streamed out with runs of 256 bytes (64 rows a block), 512 and 1024 bytes (16
-    /// rows a block), each of those last three once along and once across the source rows.
+    /// The tactics worth measuring against each other, ranked: tuning measures them in this
+    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then
+    /// staged blocks streamed out in the two orders that most often beat it on a 2-core AMD EPYC
+    /// (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
+    /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then the default with
+    /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
+    /// destination's rows, for transposes: where no transpose is involved, the only
+    /// alternative, as the others plan what the default plans); then the rest: runs of 512
+    /// bytes across and 1 KiB along and across, 256-byte runs in 4 KiB and 16 KiB blocks stored
+    /// in place, no macro blocks, and 256-byte runs streamed along (the default's blocking for
+    /// large transposes, a candidate of its own where the default differs).
+    ///
+    /// [`Options::tune_budget`]: crate::Options::tune_budget
     pub const CANDIDATES: [Tactics; 11] = [
         Tactics::fitted(LargeWrites::Streamed),
+        Tactics::fixed(Blocking::STREAMED_256.across()),
+        Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fitted(LargeWrites::Stored),
+        Tactics::fixed(Blocking::STREAMED_512.across()),
+        Tactics::fixed(Blocking::STREAMED_1K),
+        Tactics::fixed(Blocking::STREAMED_1K.across()),
         Tactics::fixed(Blocking::LONG_RUNS),
         Tactics::fixed(Blocking {
             run_bytes: 256,
@@ -233,11 +246,6 @@ impl Tactics {
             ..Blocking::DEFAULT
         }),
         Tactics::fixed(Blocking::STREAMED_256),
-        Tactics::fixed(Blocking::STREAMED_512),
-        Tactics::fixed(Blocking::STREAMED_1K),
-        Tactics::fixed(Blocking::STREAMED_256.across()),
-        Tactics::fixed(Blocking::STREAMED_512.across()),
-        Tactics::fixed(Blocking::STREAMED_1K.across()),
     ];
 
     /// Fitted tiling, large destinations written as `large_writes` says.

@@ -4,6 +4,8 @@
 //! (of elements of the larger of the two types, so that it moves as many bytes as the larger
 //! side), memcpy of the larger side's bytes and the naive per-element loop.
 
+use std::time::Duration;
+
 use relayout::plan::Tactics;
 use relayout::suite::PageAligned;
 use relayout::{
@@ -119,6 +121,7 @@ pub fn run(
     jobs: &[ConversionJob],
     threads: usize,
     runs: [usize; 3],
+    budget: Duration,
     format: Format,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut out = std::io::stdout().lock();
@@ -131,7 +134,7 @@ pub fn run(
         write_row(&mut out, format, &vec!["---".to_string(); 13], &WIDTHS)?;
     }
     for job in jobs {
-        let row = measure(job, threads, runs)?;
+        let row = measure(job, threads, runs, budget)?;
         write_row(&mut out, format, &row.cells(format), &WIDTHS)?;
         std::io::Write::flush(&mut out)?;
     }
@@ -139,11 +142,16 @@ pub fn run(
 }
 
 /// Times one job with storage types of its two element sizes.
-fn measure(job: &ConversionJob, threads: usize, runs: [usize; 3]) -> Result<Row, Error> {
+fn measure(
+    job: &ConversionJob,
+    threads: usize,
+    runs: [usize; 3],
+    budget: Duration,
+) -> Result<Row, Error> {
     macro_rules! sizes {
         ($($s:literal, $d:literal => $S:ty, $D:ty;)*) => {
             match (job.conversion.from_type().size(), job.conversion.to_type().size()) {
-                $(($s, $d) => measure_as::<$S, $D>(job, threads, runs),)*
+                $(($s, $d) => measure_as::<$S, $D>(job, threads, runs, budget),)*
                 (s, d) => Err(Error::Unsupported(format!("elements of {s} and {d} bytes"))),
             }
         };
@@ -160,10 +168,14 @@ fn measure_as<S: Element, D: Element>(
     job: &ConversionJob,
     threads: usize,
     runs: [usize; 3],
+    budget: Duration,
 ) -> Result<Row, Error> {
     let c = job.conversion;
     // Tuned, as the other rows of `relayout bench` are (the runs before timing finish it).
-    let options = Options::new().threads(threads).tune(true);
+    let options = Options::new()
+        .threads(threads)
+        .tune(true)
+        .tune_budget(budget);
     let converting = |o: Options| match &job.per_index {
         Some(map) => o.convert(c).per_index(map.clone()),
         None => o.convert(c),

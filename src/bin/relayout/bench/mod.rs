@@ -3,6 +3,7 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
@@ -83,6 +84,9 @@ const HEADINGS: [&str; 11] = [
 /// Column widths of the table format; the first two columns are left-aligned.
 const WIDTHS: [usize; 11] = [17, 5, 10, 7, 13, 11, 8, 10, 9, 10, 8];
 
+/// `Options::DEFAULT_TUNE_BUDGET` in milliseconds, the default of `--tune-budget`.
+const DEFAULT_TUNE_BUDGET_MS: u64 = Options::DEFAULT_TUNE_BUDGET.as_millis() as u64;
+
 #[derive(Args)]
 pub struct BenchArgs {
     /// Suite cases to run (default: all of them, in order).
@@ -129,6 +133,11 @@ pub struct BenchArgs {
     /// (`Options::tune`; the tuning runs count as warm-up and are not timed).
     #[arg(long)]
     no_tune: bool,
+    /// How long the runs that tune each kernel may take, in milliseconds, about
+    /// (`Options::tune_budget`): up to three timed runs of every candidate, or one of each, or
+    /// one of as many candidates as fit in rank order, never fewer than two candidates.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TUNE_BUDGET_MS, conflicts_with = "no_tune")]
+    tune_budget: u64,
     /// Time every distinct candidate tactics of each case as a row of its own, named after the
     /// case and the candidate's index in `Tactics::CANDIDATES` (`t2d_f32_8000#5`), instead of
     /// tuning: what tuning chooses among. With conversions, the fused kernel is pinned to each
@@ -240,7 +249,8 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         if args.candidates {
             jobs = jobs.into_iter().flat_map(|job| job.candidates()).collect();
         }
-        conversions::run(&jobs, threads, runs, args.format)?;
+        let budget = Duration::from_millis(args.tune_budget);
+        conversions::run(&jobs, threads, runs, budget, args.format)?;
     } else {
         suite(&args, size, threads, runs)?;
     }
@@ -271,7 +281,8 @@ fn suite(
     write_header(&mut out, args.format)?;
     let mut rows = Vec::new();
     for job in &jobs {
-        let row = measure(job, threads, !args.no_tune, runs)?;
+        let tuning = (!args.no_tune).then(|| Duration::from_millis(args.tune_budget));
+        let row = measure(job, threads, tuning, runs)?;
         write_row(&mut out, args.format, &row.cells(args.format), &WIDTHS)?;
         out.flush()?;
         rows.push(row);
@@ -456,7 +467,12 @@ fn list(size: Size) -> Result<(), Error> {
 
 /// Times one job with the storage type of its element size (packed sub-byte elements as their
 /// bytes).
-fn measure(job: &Job, threads: usize, tune: bool, runs: [usize; 3]) -> Result<Row, Error> {
+fn measure(
+    job: &Job,
+    threads: usize,
+    tune: Option<Duration>,
+    runs: [usize; 3],
+) -> Result<Row, Error> {
     match (job.dtype.packed(), job.dtype.size()) {
         (Some(p), _) => measure_as::<u8>(job, threads, tune, runs, |s, d| {
             reference::relayout_packed(&job.src, s, &job.dst, d, p.bits(), None)
@@ -473,21 +489,22 @@ fn naive_loop<T: Copy>(job: &Job) -> impl Fn(&[T], &mut [T]) -> Result<(), Error
     move |s, d| reference::relayout(&job.src, s, &job.dst, d, None)
 }
 
-/// Compiles the job's kernel (tuned unless `tune` is off) and times it, memcpy and the naive
-/// loop (`naive`) on the same buffers.
+/// Compiles the job's kernel (tuned within the budget `tune`, if one is given) and times it,
+/// memcpy and the naive loop (`naive`) on the same buffers.
 fn measure_as<T: Element>(
     job: &Job,
     threads: usize,
-    tune: bool,
+    tune: Option<Duration>,
     runs: [usize; 3],
     naive: impl Fn(&[T], &mut [T]) -> Result<(), Error>,
 ) -> Result<Row, Error> {
-    let mut options = Options::new().dtype(job.dtype).threads(threads).tune(tune);
+    let mut options = Options::new().dtype(job.dtype).threads(threads);
+    if let Some(budget) = tune {
+        options = options.tune(true).tune_budget(budget);
+    }
     if let Some(tactics) = job.tactics {
         options = options.tactics(tactics);
     }
-    let requested = std::time::Instant::now();
-    let kernel = compile_relayout_with(&job.src, &job.dst, options.clone())?;
     // Buffer slots of `n` elements: elements, or the bytes of packed ones.
     let slots = |n: usize| job.dtype.packed().map_or(n, |p| p.bytes_for(n));
     let elements = slots(job.src.size());
@@ -505,6 +522,9 @@ fn measure_as<T: Element>(
         spare = fill(elements);
         &spare[..]
     };
+    // The buffers are ready before the clock starts: tuned ms is compiling and tuning alone.
+    let requested = std::time::Instant::now();
+    let kernel = compile_relayout_with(&job.src, &job.dst, options.clone())?;
     while kernel.tactics().is_none() {
         kernel.run(&src, &mut dst)?;
     }
