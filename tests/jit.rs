@@ -94,7 +94,7 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
 
 #[test]
 fn large_transposes_stage_and_stream_by_default() {
-    use relayout::plan::{Flush, Kernel, LargeWrites, Plan, Tactics, TransposeWrite};
+    use relayout::plan::{Flush, Kernel, LargeWrites, Plan, Tactics, TransposeWrite, Walk};
     use relayout::Target;
     // 2048² f32 (16 MiB) streams; with ordinary stores for large writes (a candidate of
     // tuning) its tiles are stored in place, fitted to the destination's rows.
@@ -122,6 +122,23 @@ fn large_transposes_stage_and_stream_by_default() {
     assert!(stored
         .iter()
         .all(|&w| w != TransposeWrite::Staged(Flush::Streamed)));
+    // The default blocks follow the element size: 64 elements a run, walked along the source
+    // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16.
+    for (elem_size, side, run, walk) in [
+        (1, 4096, 256, Walk::Across),
+        (2, 4096, 128, Walk::Across),
+        (4, 2048, 64, Walk::Along),
+        (8, 2048, 64, Walk::Along),
+    ] {
+        let src = Layout::row_major(&[side, side]).unwrap();
+        let dst = Layout::col_major(&[side, side]).unwrap();
+        let plan = Plan::new(&src, &dst, elem_size).unwrap();
+        let Kernel::Transpose { tile, write } = plan.regions()[0].kernel else {
+            panic!("a transpose\n{plan}");
+        };
+        assert_eq!(write, TransposeWrite::Staged(Flush::Streamed), "{plan}");
+        assert_eq!((tile.b.extent, tile.walk), (run, walk), "{plan}");
+    }
 }
 
 #[test]

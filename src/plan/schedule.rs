@@ -104,10 +104,10 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
         ),
         Kernel::Transpose { tile, .. } => {
             let row_bytes = tile.a.dst_stride.unsigned_abs() as usize * elem_size;
-            let blocking = cx
-                .tactics
-                .tiling
-                .blocking(row_bytes, cx.streams_runs(), cx.target);
+            let blocking =
+                cx.tactics
+                    .tiling
+                    .blocking(elem_size, row_bytes, cx.streams_runs(), cx.target);
             block_transpose(region, tile, blocking, cx)
         }
         Kernel::Unzip { tile, write }

@@ -33,8 +33,8 @@ pub struct Tactics {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Tiling {
     /// The default blocking: into large destinations whose writes stream, staged blocks streamed
-    /// out ([`Blocking::STREAMED_256`]); otherwise fitted to the destination's row stride
-    /// ([`Blocking::fitted`]).
+    /// out, fitted to the element size ([`Blocking::streamed`]); otherwise fitted to the
+    /// destination's row stride ([`Blocking::fitted`]).
     #[default]
     Fitted,
     /// This blocking, whatever the destination.
@@ -134,10 +134,11 @@ impl Blocking {
     };
 
     /// 256-byte runs, 64 rows a block, in macro blocks of 4 × 4, staged and streamed: the
-    /// fitted blocking into large destinations. With the next block's source prefetched while
-    /// each block goes out, it was the fastest candidate or close to it on every large transpose
-    /// of the suite on a 2-core AMD EPYC (Zen 4) VM (0.59–0.95 of memcpy, against 0.30–0.92 for
-    /// tiles stored in place: 8192² f32 0.83 against 0.35, the 256³ reversal 0.76 against 0.32).
+    /// fitted blocking of 4-byte elements into large destinations ([`Blocking::streamed`]).
+    /// With the next block's source prefetched while each block goes out, it was the fastest
+    /// candidate or close to it on every large f32 transpose of the suite on a 2-core AMD EPYC
+    /// (Zen 4) VM (0.59–0.95 of memcpy, against 0.30–0.92 for tiles stored in place: 8192² f32
+    /// 0.83 against 0.35, the 256³ reversal 0.76 against 0.32).
     pub const STREAMED_256: Blocking = Blocking {
         run_bytes: 256,
         block_bytes: 16384,
@@ -182,6 +183,22 @@ impl Blocking {
         }
     }
 
+    /// The fitted blocking of transposes of `elem_size`-byte elements into large destinations
+    /// whose writes stream: blocks staged, streamed out and prefetched, of 256-byte runs walked
+    /// along the source rows ([`Blocking::STREAMED_256`]) for 4-byte elements, across them for
+    /// 1- and 2-byte elements, and of 512-byte runs (64 elements, as for 4 bytes) along them
+    /// for 8-byte elements. On a 2-core AMD EPYC (Zen 4) VM, in two sessions'
+    /// `relayout bench --candidates` runs, those were the fastest candidates or within a few
+    /// percent of them: u8 8000² 0.72–0.75 of memcpy against 0.64–0.68 for 256-byte runs along,
+    /// u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84 against 0.59.
+    pub const fn streamed(elem_size: usize) -> Blocking {
+        match elem_size {
+            0..=2 => Blocking::STREAMED_256.across(),
+            3..=4 => Blocking::STREAMED_256,
+            _ => Blocking::STREAMED_512,
+        }
+    }
+
     /// This blocking with runs across the source rows.
     const fn across(self) -> Blocking {
         Blocking {
@@ -199,12 +216,18 @@ impl Default for Blocking {
 }
 
 impl Tiling {
-    /// The blocking for transposes whose destination rows lie `row_bytes` apart on `target`,
-    /// into a destination whose writes stream (`streams`: large, and
-    /// [`LargeWrites::Streamed`]) or not.
-    pub fn blocking(self, row_bytes: usize, streams: bool, target: Target) -> Blocking {
+    /// The blocking for transposes of `elem_size`-byte elements whose destination rows lie
+    /// `row_bytes` apart on `target`, into a destination whose writes stream (`streams`: large,
+    /// and [`LargeWrites::Streamed`]) or not.
+    pub fn blocking(
+        self,
+        elem_size: usize,
+        row_bytes: usize,
+        streams: bool,
+        target: Target,
+    ) -> Blocking {
         match self {
-            Tiling::Fitted if streams => Blocking::STREAMED_256,
+            Tiling::Fitted if streams => Blocking::streamed(elem_size),
             Tiling::Fitted => Blocking::fitted(row_bytes, target),
             Tiling::Fixed(blocking) => blocking,
         }
@@ -413,15 +436,22 @@ mod tests {
         assert_eq!(Blocking::fitted(2048, host), Blocking::LONG_RUNS);
         assert_eq!(Blocking::fitted(8192, host), Blocking::STAGED_RUNS);
         let fixed = Blocking::STREAMED_512;
-        assert_eq!(Tiling::Fixed(fixed).blocking(4096, true, host), fixed);
+        assert_eq!(Tiling::Fixed(fixed).blocking(4, 4096, true, host), fixed);
         assert_eq!(
-            Tiling::Fitted.blocking(4096, false, host),
+            Tiling::Fitted.blocking(4, 4096, false, host),
             Blocking::STAGED_RUNS
         );
-        assert_eq!(
-            Tiling::Fitted.blocking(3072, true, host),
-            Blocking::STREAMED_256
-        );
+        for (elem_size, streamed) in [
+            (1, Blocking::STREAMED_256.across()),
+            (2, Blocking::STREAMED_256.across()),
+            (4, Blocking::STREAMED_256),
+            (8, Blocking::STREAMED_512),
+        ] {
+            assert_eq!(
+                Tiling::Fitted.blocking(elem_size, 3072, true, host),
+                streamed
+            );
+        }
     }
 
     #[test]
