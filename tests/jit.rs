@@ -123,15 +123,23 @@ fn large_transposes_stage_and_stream_by_default() {
         .iter()
         .all(|&w| w != TransposeWrite::Staged(Flush::Streamed)));
     // The default blocks follow the element size: 64 elements a run, walked along the source
-    // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16.
-    for (elem_size, side, run, walk) in [
-        (1, 4096, 256, Walk::Across),
-        (2, 4096, 128, Walk::Across),
-        (4, 2048, 64, Walk::Along),
-        (8, 2048, 64, Walk::Along),
-    ] {
+    // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16,
+    // and for source rows no longer than a run (NHWC -> NCHW of 64 f32 channels).
+    let square = |side: usize| {
         let src = Layout::row_major(&[side, side]).unwrap();
-        let dst = Layout::col_major(&[side, side]).unwrap();
+        (src, Layout::col_major(&[side, side]).unwrap())
+    };
+    let nhwc_to_nchw = (
+        Layout::parse("cute:(8,4096,64):(262144,64,1)").unwrap(),
+        Layout::parse("cute:(8,4096,64):(262144,1,4096)").unwrap(),
+    );
+    for (elem_size, (src, dst), run, walk) in [
+        (1, square(4096), 256, Walk::Across),
+        (2, square(4096), 128, Walk::Across),
+        (4, square(2048), 64, Walk::Along),
+        (8, square(2048), 64, Walk::Along),
+        (4, nhwc_to_nchw, 64, Walk::Across),
+    ] {
         let plan = Plan::new(&src, &dst, elem_size).unwrap();
         let Kernel::Transpose { tile, write } = plan.regions()[0].kernel else {
             panic!("a transpose\n{plan}");

@@ -183,17 +183,22 @@ impl Blocking {
         }
     }
 
-    /// The fitted blocking of transposes of `elem_size`-byte elements into large destinations
-    /// whose writes stream: blocks staged, streamed out and prefetched, of 256-byte runs walked
-    /// along the source rows ([`Blocking::STREAMED_256`]) for 4-byte elements, across them for
-    /// 1- and 2-byte elements, and of 512-byte runs (64 elements, as for 4 bytes) along them
-    /// for 8-byte elements. On a 2-core AMD EPYC (Zen 4) VM, in two sessions'
-    /// `relayout bench --candidates` runs, those were the fastest candidates or within a few
-    /// percent of them: u8 8000² 0.72–0.75 of memcpy against 0.64–0.68 for 256-byte runs along,
-    /// u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84 against 0.59.
-    pub const fn streamed(elem_size: usize) -> Blocking {
+    /// The fitted blocking of transposes of `elem_size`-byte elements whose source rows (one
+    /// per step along the destination-contiguous loop) lie `src_row_bytes` apart, into large
+    /// destinations whose writes stream: blocks staged, streamed out and prefetched, of 256-byte
+    /// runs walked along the source rows ([`Blocking::STREAMED_256`]) for 4-byte elements,
+    /// across them for 1- and 2-byte elements and for source rows no longer than a run, and of
+    /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
+    /// AMD EPYC (Zen 4) VM, in two sessions' `relayout bench --candidates` runs, those were the
+    /// fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy against
+    /// 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84
+    /// against 0.59, NHWC → NCHW of 64 f32 channels (256-byte source rows) 0.79–0.84 against
+    /// 0.68–0.72.
+    pub const fn streamed(elem_size: usize, src_row_bytes: usize) -> Blocking {
+        let runs = Blocking::STREAMED_256.run_bytes;
         match elem_size {
             0..=2 => Blocking::STREAMED_256.across(),
+            3..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
             3..=4 => Blocking::STREAMED_256,
             _ => Blocking::STREAMED_512,
         }
@@ -216,19 +221,20 @@ impl Default for Blocking {
 }
 
 impl Tiling {
-    /// The blocking for transposes of `elem_size`-byte elements whose destination rows lie
-    /// `row_bytes` apart on `target`, into a destination whose writes stream (`streams`: large,
-    /// and [`LargeWrites::Streamed`]) or not.
+    /// The blocking for transposes of `elem_size`-byte elements whose destination and source
+    /// rows lie `rows.0` and `rows.1` bytes apart on `target`, into a destination whose writes
+    /// stream (`streams`: large, and [`LargeWrites::Streamed`]) or not.
     pub fn blocking(
         self,
         elem_size: usize,
-        row_bytes: usize,
+        rows: (usize, usize),
         streams: bool,
         target: Target,
     ) -> Blocking {
+        let (dst_row_bytes, src_row_bytes) = rows;
         match self {
-            Tiling::Fitted if streams => Blocking::streamed(elem_size),
-            Tiling::Fitted => Blocking::fitted(row_bytes, target),
+            Tiling::Fitted if streams => Blocking::streamed(elem_size, src_row_bytes),
+            Tiling::Fitted => Blocking::fitted(dst_row_bytes, target),
             Tiling::Fixed(blocking) => blocking,
         }
     }
@@ -436,19 +442,23 @@ mod tests {
         assert_eq!(Blocking::fitted(2048, host), Blocking::LONG_RUNS);
         assert_eq!(Blocking::fitted(8192, host), Blocking::STAGED_RUNS);
         let fixed = Blocking::STREAMED_512;
-        assert_eq!(Tiling::Fixed(fixed).blocking(4, 4096, true, host), fixed);
         assert_eq!(
-            Tiling::Fitted.blocking(4, 4096, false, host),
+            Tiling::Fixed(fixed).blocking(4, (4096, 4096), true, host),
+            fixed
+        );
+        assert_eq!(
+            Tiling::Fitted.blocking(4, (4096, 4096), false, host),
             Blocking::STAGED_RUNS
         );
-        for (elem_size, streamed) in [
-            (1, Blocking::STREAMED_256.across()),
-            (2, Blocking::STREAMED_256.across()),
-            (4, Blocking::STREAMED_256),
-            (8, Blocking::STREAMED_512),
+        for (elem_size, src_row_bytes, streamed) in [
+            (1, 3072, Blocking::STREAMED_256.across()),
+            (2, 3072, Blocking::STREAMED_256.across()),
+            (4, 3072, Blocking::STREAMED_256),
+            (4, 256, Blocking::STREAMED_256.across()),
+            (8, 3072, Blocking::STREAMED_512),
         ] {
             assert_eq!(
-                Tiling::Fitted.blocking(elem_size, 3072, true, host),
+                Tiling::Fitted.blocking(elem_size, (3072, src_row_bytes), true, host),
                 streamed
             );
         }
