@@ -664,8 +664,10 @@ impl Relayout {
         }
         let (src, dst) = (src as usize, dst as usize);
         let kernel = &candidate.kernel;
+        let bounds = candidate.plan.balanced_split(threads);
+        let bounds = &bounds;
         let part = |t: usize| {
-            let (begin, end) = (work * t / threads, work * (t + 1) / threads);
+            let (begin, end) = (bounds[t], bounds[t + 1]);
             // SAFETY: the caller guarantees the buffers; the ranges `[begin, end)` of the parts
             // are disjoint and distinct outer iterations write distinct destination elements
             // (the destination is injective), so no two parts write the same byte.

@@ -214,6 +214,57 @@ fn long_copies_split_between_threads() {
 }
 
 #[test]
+fn threads_split_transposes_by_the_elements_they_move() {
+    use relayout::plan::Plan;
+    // Transposes whose strips of whole blocks and leftover strips are regions of different
+    // sizes per outer iteration: each thread's part moves about a thread's share of the
+    // elements (within one outer iteration), and the parts run in guarded buffers.
+    for (rows, cols, elem_size) in [
+        (8000, 8000, 1),
+        (1000, 300, 1),
+        (300, 1000, 4),
+        (77, 513, 8),
+    ] {
+        let src = Layout::row_major(&[rows, cols]).unwrap();
+        let dst = Layout::col_major(&[rows, cols]).unwrap();
+        let plan = Plan::new(&src, &dst, elem_size).unwrap();
+        // Elements moved by each outer iteration, in work order.
+        let per_step: Vec<usize> = plan
+            .regions()
+            .iter()
+            .flat_map(|r| {
+                let n = r.outer_extent();
+                std::iter::repeat_n(r.elements() / n, n)
+            })
+            .collect();
+        let total: usize = per_step.iter().sum();
+        let largest = per_step.iter().copied().max().unwrap_or(0);
+        for parts in [2, 3, 4] {
+            let bounds = plan.balanced_split(parts);
+            assert_eq!(bounds.len(), parts + 1);
+            assert_eq!((bounds[0], bounds[parts]), (0, plan.work()), "{bounds:?}");
+            for t in 0..parts {
+                assert!(bounds[t] <= bounds[t + 1], "{bounds:?}");
+                let moved: usize = per_step[bounds[t]..bounds[t + 1]].iter().sum();
+                assert!(
+                    moved.abs_diff(total / parts) <= largest,
+                    "part {t} of {parts} moves {moved} of {total} ({bounds:?})\n{plan}"
+                );
+            }
+            if rows * cols <= 1 << 20 {
+                let run = Run {
+                    elem_size,
+                    pad: None,
+                    threads: parts,
+                    pin: None,
+                };
+                check_guarded(&src, &dst, run).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
 fn padded_destinations() {
     for (src, dst) in [
         ("cute:(3,5):(5,1)", "xla:f32[3,5]{1,0:T(2,2)}"),

@@ -683,6 +683,64 @@ impl Plan {
         self.regions.iter().map(Region::outer_extent).sum()
     }
 
+    /// Where `parts` threads split [`Plan::work`] so that each moves about as many elements:
+    /// `parts + 1` ascending bounds from 0 to the work. Outer iterations of different regions
+    /// move different amounts (the whole blocks of a transpose against its leftover strips), so
+    /// equal counts of iterations would leave one thread most of the work.
+    ///
+    /// ```
+    /// use relayout::{plan::Plan, Layout};
+    ///
+    /// // 8000 columns: 31 strips of 256 in one region, 64 leftover columns in another.
+    /// let src = Layout::row_major(&[8000, 8000])?;
+    /// let plan = Plan::new(&src, &Layout::col_major(&[8000, 8000])?, 1)?;
+    /// let bounds = plan.balanced_split(2);
+    /// assert_eq!((bounds[0], bounds[2]), (0, plan.work()));
+    /// assert!(bounds[1] < plan.work() / 2); // the big iterations come first
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn balanced_split(&self, parts: usize) -> Vec<usize> {
+        let parts = parts.max(1);
+        // Elements moved by each outer iteration, region by region.
+        let per_iteration: Vec<(usize, usize)> = self
+            .regions
+            .iter()
+            .map(|r| {
+                let n = r.outer_extent();
+                (n, r.elements() / n.max(1))
+            })
+            .collect();
+        let total: u128 = per_iteration
+            .iter()
+            .map(|&(n, each)| n as u128 * each as u128)
+            .sum();
+        let mut bounds = vec![0];
+        let (mut done_work, mut done_elements) = (0usize, 0u128);
+        let mut regions = per_iteration.iter().peekable();
+        for t in 1..parts {
+            let goal = total * t as u128 / parts as u128;
+            // Whole regions that end before the goal, then iterations of the one it falls in.
+            while let Some(&&(n, each)) = regions.peek() {
+                let region = n as u128 * each as u128;
+                if done_elements + region > goal {
+                    let steps = (goal - done_elements) / (each.max(1) as u128);
+                    bounds.push(done_work + steps as usize);
+                    break;
+                }
+                (done_work, done_elements) = (done_work + n, done_elements + region);
+                regions.next();
+            }
+            if bounds.len() <= t {
+                bounds.push(done_work);
+            }
+        }
+        bounds.push(self.work());
+        for i in 1..bounds.len() {
+            bounds[i] = bounds[i].max(bounds[i - 1]);
+        }
+        bounds
+    }
+
     /// Whether some kernel writes with streaming stores (which a run must fence afterwards).
     pub fn streams(&self) -> bool {
         self.regions.iter().any(|r| r.kernel.streams())
