@@ -291,7 +291,8 @@ impl Options {
     /// Tune large relayouts by measurement (the blocking of transposes, and whether copies, zips
     /// and unzips stream): compile each distinct candidate ([`Tactics::CANDIDATES`], ranked),
     /// run them on the first runs (every candidate is a correct kernel, so those runs do the
-    /// real work), then keep the fastest. Each measured candidate runs one to four times in a
+    /// real work), then keep the fastest (another candidate replaces the default only where it
+    /// is faster by a tenth). Each measured candidate runs one to four times in a
     /// row, a first warm-up run not counted (where runs are shorter than 20 ms); the runs stay
     /// within [`Options::tune_budget`] (two candidates are always measured), so for the largest
     /// tensors only the first candidates in rank are measured. The choice is remembered for the process (and [`crate::tuning`] keeps it
