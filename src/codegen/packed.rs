@@ -8,7 +8,9 @@
 //! - A 4-bit transpose the planner kept combines each pair of source rows into one row of
 //!   bytes that each hold a destination nibble pair, then transposes those bytes: per tile of
 //!   16 elements along `a` and 32 along `b`, 32 eight-byte loads, masks and shifts, one byte
-//!   interleave per row pair, the 16 × 16 byte transpose network, 16 stores of 16 bytes. It
+//!   interleave per row pair, the 16 × 16 byte transpose network, 16 stores of 16 bytes; tiles
+//!   side by side along `a` go in pairs, 32 sixteen-byte loads and one set of masks and shifts
+//!   for both. It
 //!   stores in place, or, as the byte transposes do, into the staging buffer whose rows are then
 //!   copied (or streamed) out whole.
 
@@ -186,8 +188,24 @@ impl Emitter<'_> {
                 low: self.splat_byte(0x0f),
                 high: self.splat_byte(0xf0),
             };
+            // Tiles in pairs along `a` (16 bytes of each source row), then the odd one.
+            let pairs = Loop {
+                extent: whole_a / 2,
+                src_stride: 2 * tiles_a.src_stride,
+                dst_stride: 2 * tiles_a.dst_stride,
+                index_stride: 0,
+            };
+            let odd = whole_a % 2 == 1;
             self.fixed_loop(tiles_b, s, d, |e, s, d| {
-                e.fixed_loop(tiles_a, s, d, |e, s, d| e.nibble_tile(a, b, nibbles, s, d))
+                e.fixed_loop(pairs, s, d, |e, s, d| {
+                    e.nibble_tiles(a, b, Width::Pair, nibbles, s, d)
+                });
+                if odd {
+                    let done = (whole_a - 1) as i64;
+                    let (s, d) =
+                        e.advance(s, d, (done * tiles_a.src_stride, done * tiles_a.dst_stride));
+                    e.nibble_tiles(a, b, Width::Single, nibbles, s, d);
+                }
             });
         }
         self.tile_edges(a, b, whole_a * TILE_A, whole_b * TILE_B, s, d);
@@ -199,11 +217,21 @@ impl Emitter<'_> {
         self.b.ins().splat(types::I8X16, x)
     }
 
-    /// One tile: row pair `r` of the source (rows `2r` and `2r + 1` along `b`, 16 elements
-    /// along `a` each, 8 bytes) becomes register `r`, whose byte `j` holds the destination
-    /// nibble pair of element `j` along `a`; the byte transpose turns register `r`'s bytes
-    /// into byte `r` of destination rows `0..16`.
-    fn nibble_tile(&mut self, a: Loop, b: Loop, nibbles: Nibbles, s: Value, d: Value) {
+    /// One tile, or two side by side along `a` (`width`): row pair `r` of the source (rows
+    /// `2r` and `2r + 1` along `b`, 16 elements along `a` each per tile, 8 bytes) becomes
+    /// register `r` of each tile, whose byte `j` holds the destination nibble pair of element
+    /// `j` along `a`; the byte transpose turns register `r`'s bytes into byte `r` of destination
+    /// rows `0..16` of its tile. A pair of tiles loads 16 bytes of each source row at once and
+    /// pairs the nibbles of both tiles with the same masks and shifts.
+    fn nibble_tiles(
+        &mut self,
+        a: Loop,
+        b: Loop,
+        width: Width,
+        nibbles: Nibbles,
+        s: Value,
+        d: Value,
+    ) {
         let (s, d) = (
             self.byte_address(PACKED_4, s),
             self.byte_address(PACKED_4, d),
@@ -211,17 +239,30 @@ impl Emitter<'_> {
         // Bytes between source rows along `b`, and between destination rows along `a` (both
         // strides are even: the planner kept this kernel only then).
         let (row_bytes, dst_row_bytes) = (b.src_stride / 2, a.dst_stride / 2);
-        let pairs: Vec<Value> = (0..VECTOR_BYTES as i64)
-            .map(|r| {
-                let even = self.load_half(s, 2 * r * row_bytes);
-                let odd = self.load_half(s, (2 * r + 1) * row_bytes);
-                self.nibble_pairs(even, odd, nibbles)
-            })
-            .collect();
+        let tiles = width.tiles();
+        let mut registers: Vec<Vec<Value>> = vec![Vec::new(); tiles];
+        for r in 0..VECTOR_BYTES as i64 {
+            let load = |e: &mut Self, at: i64| match width {
+                Width::Single => e.load_half(s, at),
+                Width::Pair => e.load_vector(s, at),
+            };
+            let even = load(self, 2 * r * row_bytes);
+            let odd = load(self, (2 * r + 1) * row_bytes);
+            for (tile, pairs) in self
+                .nibble_pairs(even, odd, nibbles, tiles)
+                .into_iter()
+                .enumerate()
+            {
+                registers[tile].push(pairs);
+            }
+        }
         let network = Network::transpose(VECTOR_BYTES, 1);
-        for (reg, (_, j)) in self.run_network(&network, pairs) {
-            let (base, offset) = self.address(d, j as i64 * dst_row_bytes);
-            self.b.ins().store(self.flags, reg, base, offset);
+        for (tile, pairs) in registers.into_iter().enumerate() {
+            let first_row = (tile * TILE_A) as i64;
+            for (reg, (_, j)) in self.run_network(&network, pairs) {
+                let (base, offset) = self.address(d, (first_row + j as i64) * dst_row_bytes);
+                self.b.ins().store(self.flags, reg, base, offset);
+            }
         }
     }
 
@@ -233,10 +274,16 @@ impl Emitter<'_> {
         self.bitcast(types::I8X16, v)
     }
 
-    /// From the 8 bytes of a source row `x` and of the next row `y` (16 elements each, along
-    /// `a`), the 16 bytes that each hold element `j` of `x` (high nibble) and of `y` (low
-    /// nibble), in the order of `j`.
-    fn nibble_pairs(&mut self, x: Value, y: Value, n: Nibbles) -> Value {
+    /// Sixteen bytes at `s + at`.
+    fn load_vector(&mut self, s: Value, at: i64) -> Value {
+        let (base, offset) = self.address(s, at);
+        self.b.ins().load(types::I8X16, self.flags, base, offset)
+    }
+
+    /// From the bytes of a source row `x` and of the next row `y` (8 bytes, 16 elements along
+    /// `a`, per tile), for each of `tiles` tiles the 16 bytes that each hold element `j` of `x`
+    /// (high nibble) and of `y` (low nibble), in the order of `j`.
+    fn nibble_pairs(&mut self, x: Value, y: Value, n: Nibbles, tiles: usize) -> Vec<Value> {
         // Even `j`: the high nibbles of `x` and `y`; odd `j`: their low nibbles.
         let y_down = self.shift_words(y, false);
         let x_up = self.shift_words(x, true);
@@ -246,9 +293,15 @@ impl Emitter<'_> {
         let x_low = self.b.ins().band(x_up, n.high);
         let y_low = self.b.ins().band(y, n.low);
         let odd = self.b.ins().bor(x_low, y_low);
-        let interleave: [u8; VECTOR_BYTES] = std::array::from_fn(|i| ((i % 2) * 16 + i / 2) as u8);
-        let mask = self.shuffle_mask(&interleave);
-        self.b.ins().shuffle(even, odd, mask)
+        // Tile `t` interleaves bytes `8t..8t + 8` of `even` and `odd`.
+        (0..tiles)
+            .map(|t| {
+                let interleave: [u8; VECTOR_BYTES] =
+                    std::array::from_fn(|i| ((i % 2) * 16 + 8 * t + i / 2) as u8);
+                let mask = self.shuffle_mask(&interleave);
+                self.b.ins().shuffle(even, odd, mask)
+            })
+            .collect()
     }
 
     /// `v` shifted by 4 bits up (or down) within 16-bit lanes; the caller masks off the bits
@@ -265,3 +318,21 @@ impl Emitter<'_> {
 
 /// 4-bit elements: what the transpose tiles are for.
 const PACKED_4: Packed = Packed::FOUR_BITS;
+
+/// How many tiles along `a` one call of the 4-bit tile kernel moves.
+#[derive(Clone, Copy)]
+enum Width {
+    /// One tile: 8 bytes of each source row.
+    Single,
+    /// Two tiles side by side: 16 bytes of each source row.
+    Pair,
+}
+
+impl Width {
+    fn tiles(self) -> usize {
+        match self {
+            Width::Single => 1,
+            Width::Pair => 2,
+        }
+    }
+}
