@@ -295,8 +295,8 @@ impl Options {
     /// is faster by a tenth). Each measured candidate runs one to four times in a
     /// row, a first warm-up run not counted (where runs are shorter than 20 ms); the runs stay
     /// within [`Options::tune_budget`] (two candidates are always measured), so for the largest
-    /// tensors only the first candidates in rank are measured. The choice is remembered for the process (and [`crate::tuning`] keeps it
-    /// across processes). Pairs with small destinations (under the target's
+    /// tensors only the first candidates in rank are measured. The choice is remembered for the
+    /// process (and [`crate::tuning`] keeps it across processes). Pairs with small destinations (under the target's
     /// [`stream_min_bytes`](Target::stream_min_bytes)) or a single distinct candidate are not
     /// tuned, nor are relayouts whose tactics [`Options::tactics`] pins.
     pub fn tune(self, on: bool) -> Options {

@@ -19,7 +19,7 @@
 //! as fit in their ranked order (the default first), never fewer than two candidates;
 //! measuring also stops once the runs have spent the budget (slower candidates than the first
 //! run foretold). Runs of 20 ms or more move far more than a last-level cache holds and need no
-//! warm-up. A 488 MiB f64 transpose, whose runs take about 85 ms, measures the first four
+//! warm-up. A 488 MiB f64 transpose, whose runs take 50–85 ms, measures the first four to seven
 //! candidates once each; a 64 MiB one measures them all, three trials each.
 //!
 //! [`Tactics::CANDIDATES`]: crate::plan::Tactics::CANDIDATES
@@ -30,8 +30,8 @@ use std::time::Duration;
 use crate::engine::Candidate;
 
 /// How much faster than the default (the first candidate, the planner's model) another
-/// candidate's fastest trial must be for tuning to choose it: below 9/10 of the default's. Runs back to back find the caches
-/// as the run before left them, which is not how a relayout runs between other work: on a
+/// candidate's fastest trial must be for tuning to choose it: below 9/10 of the default's.
+/// Runs back to back find the caches as the run before left them, which is not how a relayout runs between other work: on a
 /// 2-core AMD EPYC (Zen 4) VM, NHWC → NCHW of 24.5 MiB measured 512-byte runs along the source
 /// rows 9% faster than the default back to back, where between memcpy runs they moved half as
 /// much; the trials of one candidate also spread by 10–30% there.
@@ -141,7 +141,9 @@ impl Trials {
         self.trials = (affordable / candidates)
             .saturating_sub(warm_up)
             .clamp(1, MOST_TRIALS);
-        self.measured = (affordable / (self.trials + warm_up))
+        // Without warm-ups the default still has its first run untimed.
+        let defaults_first = usize::from(!self.warm_up);
+        self.measured = (affordable.saturating_sub(defaults_first) / (self.trials + warm_up))
             .clamp(FEWEST_CANDIDATES.min(candidates), candidates);
     }
 }
@@ -287,12 +289,12 @@ mod tests {
         // long count from the first, but for the default's.
         let (order, choice) = tune_within(ms(100), &[[900, 800], [700, 700], [1, 1]]);
         assert_eq!((order, choice), (vec![0, 0, 1], Some(1)));
-        // 400 ms buys four 85 ms runs: one each of the first four candidates, the default's
-        // first run not counted, and measuring ends there (spent).
+        // 400 ms buys four 85 ms runs: the default's two (its first not counted) and one each
+        // of the next two candidates; the faster ones ranked below them are not measured.
         let mut times = [[85, 85]; 11];
-        (times[1], times[2], times[3], times[4]) = ([90, 90], [80, 80], [60, 60], [50, 50]);
+        (times[1], times[2], times[3], times[4]) = ([90, 90], [60, 60], [50, 50], [40, 40]);
         let (order, choice) = tune_within(ms(400), &times);
-        assert_eq!((order, choice), (vec![0, 0, 1, 2, 3], Some(3)));
+        assert_eq!((order, choice), (vec![0, 0, 1, 2], Some(2)));
         // A single candidate's trials end with its choice.
         assert_eq!(tune_within(ms(1), &[[5, 5]]), (vec![0, 0], Some(0)));
         // Slower candidates than the first run foretold spend the budget early: measuring ends

@@ -114,9 +114,9 @@ impl Emitter<'_> {
         self.b.ins().select(negative, wrapped, r)
     }
 
-    /// `v / d` for `v >= 0` and a constant `d > 0`: a shift where `d` is a power of two (the
-    /// code generator runs without the optimiser that would find that; a 64-bit division takes
-    /// tens of cycles).
+    /// `v / d` for `v >= 0` and a constant `d > 0`: a shift where `d` is a power of two (moving
+    /// kernels are compiled without Cranelift's optimiser, `opt_level=none`, which would find
+    /// that; a 64-bit division takes tens of cycles).
     fn udiv_const(&mut self, v: Value, d: i64) -> Value {
         match d {
             1 => v,

@@ -684,7 +684,7 @@ impl Plan {
     }
 
     /// Where `parts` threads split [`Plan::work`] so that each moves about as many elements:
-    /// `parts + 1` ascending bounds from 0 to the work. Outer iterations of different regions
+    /// `parts + 1` ascending bounds from 0 to the work (`parts` 0 counts as 1). Outer iterations of different regions
     /// move different amounts (the whole blocks of a transpose against its leftover strips), so
     /// equal counts of iterations would leave one thread most of the work.
     ///

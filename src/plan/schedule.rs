@@ -103,12 +103,15 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
             },
         ),
         Kernel::Transpose { tile, .. } => {
-            let rows = (
-                tile.a.dst_stride.unsigned_abs() as usize * elem_size,
-                tile.b.src_stride.unsigned_abs() as usize * elem_size,
+            let dst_row_bytes = tile.a.dst_stride.unsigned_abs() as usize * elem_size;
+            let src_row_bytes = tile.b.src_stride.unsigned_abs() as usize * elem_size;
+            let blocking = cx.tactics.tiling.blocking(
+                elem_size,
+                dst_row_bytes,
+                src_row_bytes,
+                cx.streams_runs(),
+                cx.target,
             );
-            let tiling = cx.tactics.tiling;
-            let blocking = tiling.blocking(elem_size, rows, cx.streams_runs(), cx.target);
             block_transpose(region, tile, blocking, cx)
         }
         Kernel::Unzip { tile, write }

@@ -12,8 +12,8 @@
 //! [`split`] finds such a split for a pair (the low part of a dim is `x mod v`, its high part
 //! `x div v`, each a logical dim of the pair's reshaped layouts) and checks the condition above
 //! exactly on every swizzled side; the planner then walks the low dims as loops and indexes the
-//! rest, except dims that move offsets only above the bits the swizzle touches ([`above`]),
-//! which are walked too. A pair that does not split is planned with every dim indexed.
+//! rest, except dims that move offsets only above the bits the swizzle touches ([`above`]) and
+//! that a side reads more closely than the low dims (a transpose), which are walked too. A pair that does not split is planned with every dim indexed.
 
 use crate::layout::{Digit, Layout, Source};
 
@@ -26,7 +26,7 @@ pub(super) struct Split {
     pub dst: Layout,
     /// Per dim of the split layouts: whether it is walked as a loop outside the swizzle, its
     /// offsets on every swizzled side staying below the bits the swizzle reads and writes, or
-    /// moving only above them.
+    /// moving only above them where a side reads it more closely than the low dims.
     pub walked: Vec<bool>,
 }
 
@@ -97,9 +97,10 @@ fn min_stride(layout: &Layout, dims: &[usize]) -> i128 {
 /// Whether dim `d` of a split layout moves its offsets only above the bits a swizzle reads and
 /// writes: every digit that reads it reads it alone, with a stride that is a multiple of
 /// `2^top_bit`. Such a dim commutes with the swizzle (`swizzle(o + k·2^top_bit) =
-/// swizzle(o) + k·2^top_bit`), so it is walked as a loop outside it, as the low dims are: the
-/// rows of `Sw<3,4,3> o (4096,4096):(4096,1)` are 4096 offsets apart, above the swizzle's ten
-/// bits, and a transpose into it moves tiles of rows.
+/// swizzle(o) + k·2^top_bit`), so it may be walked as a loop outside it, as the low dims are
+/// ([`split`] walks it where a side reads it more closely than the low dims): the rows of
+/// `Sw<3,4,3> o (4096,4096):(4096,1)` are 4096 offsets apart, above the swizzle's ten bits, and
+/// a transpose into it moves tiles of rows.
 fn above(layout: &Layout, d: usize, top_bit: u32) -> bool {
     let unit = 1i128 << top_bit;
     layout.digits().iter().all(|g| {

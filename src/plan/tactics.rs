@@ -33,8 +33,8 @@ pub struct Tactics {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Tiling {
     /// The default blocking: into large destinations whose writes stream, staged blocks streamed
-    /// out, fitted to the element size ([`Blocking::streamed`]); otherwise fitted to the
-    /// destination's row stride ([`Blocking::fitted`]).
+    /// out, fitted to the element size and the source rows ([`Blocking::streamed`]); otherwise
+    /// fitted to the destination's row stride ([`Blocking::fitted`]).
     #[default]
     Fitted,
     /// This blocking, whatever the destination.
@@ -42,8 +42,8 @@ pub enum Tiling {
 }
 
 /// How copies, zips and unzips write large destinations, and whether fitted tiling stages and
-/// streams transposes into them. Which is faster depends on the machine: on a 2-core AMD EPYC (Zen 3) VM, NHWC → NCHW16c (64-byte runs into four places at
-/// once) ran at 0.51–0.59 of memcpy streamed and 0.81–0.85 with ordinary stores, while XLA's
+/// streams transposes into them. Which is faster depends on the machine: on a 2-core AMD EPYC
+/// (Zen 3) VM, NHWC → NCHW16c (64-byte runs into four places at once) ran at 0.51–0.59 of memcpy streamed and 0.81–0.85 with ordinary stores, while XLA's
 /// `T(8,128)` tiles ran at 1.25–1.30 streamed and 0.97–0.99 without; on a Zen 5 VM NHWC →
 /// NCHW16c was the other way round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -187,8 +187,9 @@ impl Blocking {
     /// per step along the destination-contiguous loop) lie `src_row_bytes` apart, into large
     /// destinations whose writes stream: blocks staged, streamed out and prefetched, of 256-byte
     /// runs walked along the source rows ([`Blocking::STREAMED_256`]) for 4-byte elements,
-    /// across them for 1- and 2-byte elements and for source rows no longer than a run, and of
-    /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
+    /// across them for 1- and 2-byte elements and for 4-byte elements whose source rows are no
+    /// longer than a run, and of 512-byte runs (64 elements, as for 4 bytes) along them for
+    /// 8-byte elements (whatever their rows: no 8-byte case with short rows was measured). On a 2-core
     /// AMD EPYC (Zen 4) VM, in two sessions' `relayout bench --candidates` runs, those were the
     /// fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy against
     /// 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84
@@ -221,17 +222,19 @@ impl Default for Blocking {
 }
 
 impl Tiling {
-    /// The blocking for transposes of `elem_size`-byte elements whose destination and source
-    /// rows lie `rows.0` and `rows.1` bytes apart on `target`, into a destination whose writes
-    /// stream (`streams`: large, and [`LargeWrites::Streamed`]) or not.
+    /// The blocking for transposes of `elem_size`-byte elements whose destination rows (one per
+    /// step along the source-contiguous loop) lie `dst_row_bytes` apart and whose source rows
+    /// (one per step along the destination-contiguous loop) lie `src_row_bytes` apart on
+    /// `target`, into a destination whose writes stream (`streams`: large, and
+    /// [`LargeWrites::Streamed`]) or not.
     pub fn blocking(
         self,
         elem_size: usize,
-        rows: (usize, usize),
+        dst_row_bytes: usize,
+        src_row_bytes: usize,
         streams: bool,
         target: Target,
     ) -> Blocking {
-        let (dst_row_bytes, src_row_bytes) = rows;
         match self {
             Tiling::Fitted if streams => Blocking::streamed(elem_size, src_row_bytes),
             Tiling::Fitted => Blocking::fitted(dst_row_bytes, target),
@@ -443,11 +446,11 @@ mod tests {
         assert_eq!(Blocking::fitted(8192, host), Blocking::STAGED_RUNS);
         let fixed = Blocking::STREAMED_512;
         assert_eq!(
-            Tiling::Fixed(fixed).blocking(4, (4096, 4096), true, host),
+            Tiling::Fixed(fixed).blocking(4, 4096, 4096, true, host),
             fixed
         );
         assert_eq!(
-            Tiling::Fitted.blocking(4, (4096, 4096), false, host),
+            Tiling::Fitted.blocking(4, 4096, 4096, false, host),
             Blocking::STAGED_RUNS
         );
         for (elem_size, src_row_bytes, streamed) in [
@@ -458,7 +461,7 @@ mod tests {
             (8, 3072, Blocking::STREAMED_512),
         ] {
             assert_eq!(
-                Tiling::Fitted.blocking(elem_size, (3072, src_row_bytes), true, host),
+                Tiling::Fitted.blocking(elem_size, 3072, src_row_bytes, true, host),
                 streamed
             );
         }
