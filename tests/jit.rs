@@ -123,8 +123,9 @@ fn large_transposes_stage_and_stream_by_default() {
         .iter()
         .all(|&w| w != TransposeWrite::Staged(Flush::Streamed)));
     // The default blocks follow the element size: 64 elements a run, walked along the source
-    // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16,
-    // and for source rows no longer than a run (NHWC -> NCHW of 64 f32 channels).
+    // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16;
+    // where the source rows are short (NHWC -> NCHW of 64 f32 channels: 256 bytes), 512-byte
+    // runs along them, band by band of destination rows.
     let square = |side: usize| {
         let src = Layout::row_major(&[side, side]).unwrap();
         (src, Layout::col_major(&[side, side]).unwrap())
@@ -138,7 +139,7 @@ fn large_transposes_stage_and_stream_by_default() {
         (2, square(4096), 128, Walk::Across),
         (4, square(2048), 64, Walk::Along),
         (8, square(2048), 64, Walk::Along),
-        (4, nhwc_to_nchw, 64, Walk::Across),
+        (4, nhwc_to_nchw.clone(), 128, Walk::Along),
     ] {
         let plan = Plan::new(&src, &dst, elem_size).unwrap();
         let Kernel::Transpose { tile, write } = plan.regions()[0].kernel else {
@@ -147,6 +148,21 @@ fn large_transposes_stage_and_stream_by_default() {
         assert_eq!(write, TransposeWrite::Staged(Flush::Streamed), "{plan}");
         assert_eq!((tile.b.extent, tile.walk), (run, walk), "{plan}");
     }
+    // Band by band: the loop over blocks along the channels (a band of 16 destination rows)
+    // outside the loop over strips of 128 pixels; the square transposes keep strips outside.
+    let dst_strides = |plan: &Plan| -> Vec<i64> {
+        plan.regions()[0]
+            .loops
+            .iter()
+            .map(|l| l.dst_stride)
+            .collect()
+    };
+    let plan = Plan::new(&nhwc_to_nchw.0, &nhwc_to_nchw.1, 4).unwrap();
+    assert_eq!(dst_strides(&plan), [262144, 16 * 4096, 128], "{plan}");
+    let (src, dst) = square(2048);
+    let plan = Plan::new(&src, &dst, 4).unwrap();
+    let strides = dst_strides(&plan);
+    assert!(strides.windows(2).any(|w| w[0] < w[1]), "{plan}");
 }
 
 #[test]
@@ -616,8 +632,13 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     };
     let ordinary = Plan::with_tactics(&src, &dst, 4, ordinary, host).unwrap();
     assert!(!ordinary.streams(), "{ordinary}");
-    // Those are the only two plans the candidates give: four runs each.
-    assert_eq!(tune_to_the_end(&src, &dst), 8);
+    // Those are two of the three plans the candidates give, the third streaming in the
+    // destination's loop order: four runs each.
+    let by_destination = Tactics::default().ordered(relayout::plan::LoopOrder::Destination);
+    let by_destination = Plan::with_tactics(&src, &dst, 4, by_destination, host).unwrap();
+    assert!(by_destination.streams(), "{by_destination}");
+    assert_ne!(by_destination, streamed);
+    assert_eq!(tune_to_the_end(&src, &dst), 12);
 }
 
 #[test]

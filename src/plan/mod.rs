@@ -43,7 +43,9 @@ pub use ir::{
     CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region,
     TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
 };
-pub use tactics::{BlockWrite, Blocking, LargeWrites, Tactics, Tiling};
+pub use tactics::{
+    short_source_rows, BlockWrite, Blocking, LargeWrites, LoopOrder, Tactics, Tiling,
+};
 pub use verify::{Rule, Violation};
 
 use crate::convert::{Conversion, PerIndex};

@@ -1,7 +1,8 @@
 //! The choices the planner leaves to the caller or to tuning: how transposes are cut into blocks
-//! and how they store them ([`Tiling`], [`Blocking`]), and whether copies, zips and unzips into
-//! large destinations stream ([`LargeWrites`]); the default of each, and the candidates that
-//! tuning measures against each other.
+//! and how they store them ([`Tiling`], [`Blocking`]), whether copies, zips and unzips into
+//! large destinations stream ([`LargeWrites`]), and in which order the loops around the kernels
+//! run ([`LoopOrder`]); the default of each, and the candidates that tuning measures against
+//! each other.
 
 use std::fmt;
 use std::str::FromStr;
@@ -13,11 +14,12 @@ use crate::target::Target;
 /// Everything the planner may be told to choose one way or another.
 ///
 /// ```
-/// use relayout::plan::{LargeWrites, Tactics, Tiling};
+/// use relayout::plan::{LargeWrites, LoopOrder, Tactics, Tiling};
 ///
 /// let default = Tactics::default();
 /// assert_eq!(default.tiling, Tiling::Fitted);
 /// assert_eq!(default.large_writes, LargeWrites::Streamed);
+/// assert_eq!(default.order, LoopOrder::Fitted);
 /// assert_eq!(Tactics::CANDIDATES[0], default);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -27,6 +29,100 @@ pub struct Tactics {
     /// How copies, zips and unzips write destinations of at least the target's
     /// [`stream_min_bytes`](Target::stream_min_bytes).
     pub large_writes: LargeWrites,
+    /// In which order the loops around the kernels run.
+    pub order: LoopOrder,
+}
+
+/// In which order the loops around a kernel run, from outermost to innermost: the loops of the
+/// layouts' dims outside the kernel and, around a transpose, the loops over its macro blocks
+/// (strips of destination runs, blocks along the source runs). The loops inside a macro block
+/// keep their order (strips outside blocks), and so does an element move's innermost loop.
+///
+/// Which order is fastest depends on the shapes and the machine, as HPTT's measured search over
+/// loop orders shows; on a 2-core AMD EPYC (Zen 4) VM, NHWC → NCHW of 64 f32 channels in blocks
+/// of 512-byte runs along the source rows ran at 0.25–0.60 of memcpy with the blocks in strips
+/// and at 0.96–1.02 band by band of destination rows (the destination's order; three and
+/// four runs), while the (0,2,1) permutation of 64 × 512² f32 went the other way (0.66–0.74
+/// against 0.58–0.64).
+///
+/// ```
+/// use relayout::plan::{LoopOrder, Plan, Tactics};
+/// use relayout::{Layout, Target};
+///
+/// // Attention heads (B, S, H, D) → (B, H, S, D): copies of D elements, in the order of the
+/// // source's dims or of the destination's.
+/// let src = Layout::from_strides(&[2, 64, 8, 16], &[8192, 128, 16, 1])?;
+/// let dst = Layout::from_strides(&[2, 64, 8, 16], &[8192, 16, 1024, 1])?;
+/// let with = |order| Tactics { order, ..Tactics::default() };
+/// let host = Target::host();
+/// let by_source = Plan::with_tactics(&src, &dst, 4, with(LoopOrder::Source), host)?;
+/// let by_destination = Plan::with_tactics(&src, &dst, 4, with(LoopOrder::Destination), host)?;
+/// // Innermost outer loop: the heads (source stride 16) or the sequence (destination stride 16).
+/// let innermost = |plan: &Plan| *plan.regions()[0].loops.last().unwrap();
+/// assert_eq!(innermost(&by_source).src_stride, 16);
+/// assert_eq!(innermost(&by_destination).dst_stride, 16);
+/// # Ok::<(), relayout::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LoopOrder {
+    /// The planner's rule: around copies that stream, the source's order; around zips and
+    /// unzips that stream, the destination's; around every other kernel, by the larger of each
+    /// loop's two strides, so both sides walk memory forwards in long runs as far as they can.
+    /// Around a transpose, strips of destination runs outside the blocks along the source runs.
+    #[default]
+    Fitted,
+    /// By source stride, largest outside: the source is read from start to end, and around a
+    /// transpose a strip of source rows is finished before the next.
+    Source,
+    /// By destination stride, largest outside: the destination is written from start to end,
+    /// and around a transpose a band of destination rows is finished before the next.
+    Destination,
+}
+
+impl LoopOrder {
+    /// The order this stands for around a transpose of `elem_size`-byte elements whose source
+    /// rows (one per step along the destination-contiguous loop) lie `src_row_bytes` apart,
+    /// into a destination whose writes stream (`streams`) or not. The fitted order is the
+    /// destination's where such a transpose streams and its source rows are short
+    /// ([`short_source_rows`]): each block then reads one or two lines of many source rows and
+    /// the next block the next lines of the same rows, while the blocks' staged runs go out one
+    /// band of destination rows after another. On a 2-core AMD EPYC (Zen 4) VM that ran
+    /// NHWC → NCHW of 64 f32 channels at 0.96–1.04 of memcpy, against 0.69–0.76 for the blocks
+    /// in strips. Every other order stands for itself.
+    ///
+    /// ```
+    /// use relayout::plan::LoopOrder;
+    ///
+    /// // 64 f32 channels: 256-byte source rows.
+    /// assert_eq!(LoopOrder::Fitted.around_transpose(4, 256, true), LoopOrder::Destination);
+    /// assert_eq!(LoopOrder::Fitted.around_transpose(4, 256, false), LoopOrder::Fitted);
+    /// assert_eq!(LoopOrder::Fitted.around_transpose(4, 32768, true), LoopOrder::Fitted);
+    /// assert_eq!(LoopOrder::Source.around_transpose(4, 256, true), LoopOrder::Source);
+    /// ```
+    pub const fn around_transpose(
+        self,
+        elem_size: usize,
+        src_row_bytes: usize,
+        streams: bool,
+    ) -> LoopOrder {
+        match self {
+            LoopOrder::Fitted if streams && short_source_rows(elem_size, src_row_bytes) => {
+                LoopOrder::Destination
+            }
+            order => order,
+        }
+    }
+}
+
+/// Whether a transpose of `elem_size`-byte elements whose source rows lie `src_row_bytes` apart
+/// has short source rows, which its fitted tactics read a line or two at a time, band by band
+/// of destination rows, in 512-byte runs ([`Blocking::streamed`],
+/// [`LoopOrder::around_transpose`]): rows from 256 bytes to 1 KiB, of elements of 2 bytes or
+/// more. Shorter rows fill too few lines per block, and 1-byte elements ran no faster in bands
+/// (NHWC → NCHW of 256 and 512 u8 channels: 0.43–0.47 of memcpy against 0.49–0.51) on the
+/// 2-core AMD EPYC (Zen 4) VM.
+pub const fn short_source_rows(elem_size: usize, src_row_bytes: usize) -> bool {
+    elem_size >= 2 && src_row_bytes >= 256 && src_row_bytes <= 1024
 }
 
 /// How transposes are cut into blocks.
@@ -185,19 +281,23 @@ impl Blocking {
 
     /// The fitted blocking of transposes of `elem_size`-byte elements whose source rows (one
     /// per step along the destination-contiguous loop) lie `src_row_bytes` apart, into large
-    /// destinations whose writes stream: blocks staged, streamed out and prefetched, of 256-byte
-    /// runs walked along the source rows ([`Blocking::STREAMED_256`]) for 4-byte elements,
-    /// across them for 1- and 2-byte elements and for 4-byte elements whose source rows are no
-    /// longer than a run, and of 512-byte runs (64 elements, as for 4 bytes) along them for
-    /// 8-byte elements (whatever their rows: no 8-byte case with short rows was measured). On a 2-core
-    /// AMD EPYC (Zen 4) VM, in two sessions' `relayout bench --candidates` runs, those were the
+    /// destinations whose writes stream: blocks staged, streamed out and prefetched, of
+    /// 512-byte runs walked along the source rows ([`Blocking::STREAMED_512`]) where the source
+    /// rows are short ([`short_source_rows`]: the fitted loop order then runs the blocks band by
+    /// band of destination rows); otherwise of 256-byte runs along the source rows
+    /// ([`Blocking::STREAMED_256`]) for 4-byte elements, across them for 1- and 2-byte elements
+    /// and for 4-byte elements whose source rows are no longer than a run, and of 512-byte
+    /// runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core AMD EPYC
+    /// (Zen 4) VM, in `relayout bench --candidates` runs over three sessions, those were the
     /// fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy against
     /// 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84
-    /// against 0.59, NHWC → NCHW of 64 f32 channels (256-byte source rows) 0.79–0.84 against
-    /// 0.68–0.72.
+    /// against 0.59; for NHWC → NCHW with short source rows (channels × element size from 256
+    /// bytes to 1 KiB: 64, 96, 128 and 256 f32 channels, 128 u16, 32, 64 and 128 f64), 0.63–1.07
+    /// against 0.45–0.87 for the blocking fitted before.
     pub const fn streamed(elem_size: usize, src_row_bytes: usize) -> Blocking {
         let runs = Blocking::STREAMED_256.run_bytes;
         match elem_size {
+            _ if short_source_rows(elem_size, src_row_bytes) => Blocking::STREAMED_512,
             0..=2 => Blocking::STREAMED_256.across(),
             3..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
             3..=4 => Blocking::STREAMED_256,
@@ -257,12 +357,15 @@ impl Tactics {
     /// large transposes, a candidate of its own where the default differs).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 11] = [
+    pub const CANDIDATES: [Tactics; 17] = [
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fitted(LargeWrites::Stored),
         Tactics::fixed(Blocking::STREAMED_512.across()),
+        Tactics::fixed(Blocking::STREAMED_512).ordered(LoopOrder::Destination),
+        Tactics::fixed(Blocking::STREAMED_512.across()).ordered(LoopOrder::Destination),
+        Tactics::fitted(LargeWrites::Streamed).ordered(LoopOrder::Source),
         Tactics::fixed(Blocking::STREAMED_1K),
         Tactics::fixed(Blocking::STREAMED_1K.across()),
         Tactics::fixed(Blocking::LONG_RUNS),
@@ -278,29 +381,49 @@ impl Tactics {
             ..Blocking::DEFAULT
         }),
         Tactics::fixed(Blocking::STREAMED_256),
+        Tactics::fixed(Blocking::STREAMED_1K).ordered(LoopOrder::Destination),
+        Tactics::fitted(LargeWrites::Streamed).ordered(LoopOrder::Destination),
+        Tactics::fitted(LargeWrites::Stored).ordered(LoopOrder::Destination),
     ];
 
-    /// Fitted tiling, large destinations written as `large_writes` says.
+    /// Fitted tiling, large destinations written as `large_writes` says, loops in the fitted
+    /// order.
     const fn fitted(large_writes: LargeWrites) -> Tactics {
         Tactics {
             tiling: Tiling::Fitted,
             large_writes,
+            order: LoopOrder::Fitted,
         }
     }
 
-    /// This blocking for transposes, large destinations streamed.
+    /// This blocking for transposes, large destinations streamed, loops in the fitted order.
     pub const fn fixed(blocking: Blocking) -> Tactics {
         Tactics {
             tiling: Tiling::Fixed(blocking),
             large_writes: LargeWrites::Streamed,
+            order: LoopOrder::Fitted,
         }
+    }
+
+    /// These tactics with the loops in `order`.
+    ///
+    /// ```
+    /// use relayout::plan::{LoopOrder, Tactics};
+    ///
+    /// let t = Tactics::default().ordered(LoopOrder::Destination);
+    /// assert_eq!(t.order, LoopOrder::Destination);
+    /// assert_eq!(t.tiling, Tactics::default().tiling);
+    /// ```
+    pub const fn ordered(self, order: LoopOrder) -> Tactics {
+        Tactics { order, ..self }
     }
 }
 
 impl fmt::Display for Tactics {
     /// `fitted, large streamed` or
-    /// `run 256, block 16384, macro 4x4, write streamed, walk across, large streamed`: the form
-    /// tuning files hold, which [`str::parse`] reads back.
+    /// `run 256, block 16384, macro 4x4, write streamed, walk across, large streamed, order
+    /// destination` (no `order` for the fitted order): the form tuning files hold, which
+    /// [`str::parse`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.tiling {
             Tiling::Fitted => write!(f, "fitted")?,
@@ -326,14 +449,19 @@ impl fmt::Display for Tactics {
             LargeWrites::Streamed => "streamed",
             LargeWrites::Stored => "stored",
         };
-        write!(f, ", large {large}")
+        write!(f, ", large {large}")?;
+        match self.order {
+            LoopOrder::Fitted => Ok(()),
+            LoopOrder::Source => write!(f, ", order source"),
+            LoopOrder::Destination => write!(f, ", order destination"),
+        }
     }
 }
 
 impl FromStr for Tactics {
     type Err = Error;
 
-    /// Reads the form [`Tactics`] displays.
+    /// Reads the form [`Tactics`] displays; without an `order` field, the fitted order.
     ///
     /// ```
     /// use relayout::plan::Tactics;
@@ -342,6 +470,7 @@ impl FromStr for Tactics {
     ///     assert_eq!(t.to_string().parse::<Tactics>()?, t);
     /// }
     /// assert!("fitted, large sideways".parse::<Tactics>().is_err());
+    /// assert!("fitted, large stored, order upwards".parse::<Tactics>().is_err());
     /// # Ok::<(), relayout::Error>(())
     /// ```
     fn from_str(text: &str) -> Result<Tactics> {
@@ -374,10 +503,17 @@ impl FromStr for Tactics {
             "stored" => LargeWrites::Stored,
             other => return Err(bad(format!("large writes '{other}'"))),
         };
+        let order = match get("order") {
+            Err(_) => LoopOrder::Fitted,
+            Ok("source") => LoopOrder::Source,
+            Ok("destination") => LoopOrder::Destination,
+            Ok(other) => return Err(bad(format!("loop order '{other}'"))),
+        };
         if fields.first() == Some(&("fitted", "")) {
             return Ok(Tactics {
                 tiling: Tiling::Fitted,
                 large_writes,
+                order,
             });
         }
         let (strips, blocks) = get("macro")?
@@ -404,6 +540,7 @@ impl FromStr for Tactics {
         Ok(Tactics {
             tiling: Tiling::Fixed(blocking),
             large_writes,
+            order,
         })
     }
 }
@@ -457,13 +594,23 @@ mod tests {
             (1, 3072, Blocking::STREAMED_256.across()),
             (2, 3072, Blocking::STREAMED_256.across()),
             (4, 3072, Blocking::STREAMED_256),
-            (4, 256, Blocking::STREAMED_256.across()),
+            (4, 128, Blocking::STREAMED_256.across()),
             (8, 3072, Blocking::STREAMED_512),
+            // Short source rows: 512-byte runs, band by band of destination rows.
+            (1, 256, Blocking::STREAMED_256.across()),
+            (2, 256, Blocking::STREAMED_512),
+            (4, 256, Blocking::STREAMED_512),
+            (4, 1024, Blocking::STREAMED_512),
+            (4, 1028, Blocking::STREAMED_256),
+            (8, 512, Blocking::STREAMED_512),
         ] {
             assert_eq!(
                 Tiling::Fitted.blocking(elem_size, 3072, src_row_bytes, true, host),
                 streamed
             );
+            let bands = LoopOrder::Fitted.around_transpose(elem_size, src_row_bytes, true)
+                == LoopOrder::Destination;
+            assert_eq!(bands, short_source_rows(elem_size, src_row_bytes));
         }
     }
 
