@@ -229,18 +229,32 @@ impl Blocking {
         walk: Walk::Along,
     };
 
-    /// 256-byte runs, 64 rows a block, in macro blocks of 4 × 4, staged and streamed: the
-    /// fitted blocking of 4-byte elements into large destinations ([`Blocking::streamed`]).
-    /// With the next block's source prefetched while each block goes out, it was the fastest
+    /// 256-byte runs in blocks of 16 KiB, in macro blocks of 4 × 4, staged and streamed. With
+    /// the next block's source prefetched while each block goes out, it was the fastest
     /// candidate or close to it on every large f32 transpose of the suite on a 2-core AMD EPYC
     /// (Zen 4) VM (0.59–0.95 of memcpy, against 0.30–0.92 for tiles stored in place: 8192² f32
-    /// 0.83 against 0.35, the 256³ reversal 0.76 against 0.32).
+    /// 0.83 against 0.35, the 256³ reversal 0.76 against 0.32), until blocks of half the size
+    /// ([`Blocking::STREAMED_256_NARROW`]) beat it.
     pub const STREAMED_256: Blocking = Blocking {
         run_bytes: 256,
         block_bytes: 16384,
         macro_strips: 4,
         write: BlockWrite::Streamed,
         ..Blocking::DEFAULT
+    };
+
+    /// 256-byte runs in blocks of 8 KiB, in macro blocks of 4 × 4, staged and streamed: for
+    /// 4-byte elements 32 runs a block, two lines of each of 64 source rows, as
+    /// [`Blocking::STREAMED_512`] reads 8-byte elements. The fitted blocking of 4-byte elements
+    /// into large destinations whose source rows are long ([`Blocking::streamed`]). On a 2-core
+    /// AMD EPYC (Zen 4) VM, against blocks of 16 KiB ([`Blocking::STREAMED_256`]; `relayout
+    /// bench` with the choice pinned in a tuning file, two runs each): 8000² f32 0.88–0.89 of
+    /// memcpy against 0.75–0.77, NCHW → NHWC 1.02–1.12 against 0.70–0.73, the (0,2,1)
+    /// permutation of 64 × 512² 0.93–0.95 against 0.63–0.78; 8192² f32 (0.81 against
+    /// 0.78–0.82) and the 256³ reversal (0.77–0.78 against 0.78–0.81) within the runs' spread.
+    pub const STREAMED_256_NARROW: Blocking = Blocking {
+        block_bytes: 8192,
+        ..Blocking::STREAMED_256
     };
 
     /// 512-byte runs, 16 rows a block, staged and streamed.
@@ -284,10 +298,11 @@ impl Blocking {
     /// destinations whose writes stream: blocks staged, streamed out and prefetched, of
     /// 512-byte runs walked along the source rows ([`Blocking::STREAMED_512`]) where the source
     /// rows are short ([`short_source_rows`]: the fitted loop order then runs the blocks band by
-    /// band of destination rows); otherwise of 256-byte runs along the source rows
-    /// ([`Blocking::STREAMED_256`]) for 4-byte elements, across them for 1- and 2-byte elements
-    /// and for 4-byte elements whose source rows are no longer than a run, and of 512-byte
-    /// runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core AMD EPYC
+    /// band of destination rows); otherwise of 256-byte runs along the source rows in 8 KiB
+    /// blocks ([`Blocking::STREAMED_256_NARROW`]) for 4-byte elements, across them in 16 KiB
+    /// blocks ([`Blocking::STREAMED_256`]) for 1- and 2-byte elements and for 4-byte elements
+    /// whose source rows are no longer than a run, and of 512-byte runs (64 elements, as for 4
+    /// bytes) along them for 8-byte elements. On a 2-core AMD EPYC
     /// (Zen 4) VM, in `relayout bench --candidates` runs over three sessions, those were the
     /// fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy against
     /// 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84
@@ -300,7 +315,7 @@ impl Blocking {
             _ if short_source_rows(elem_size, src_row_bytes) => Blocking::STREAMED_512,
             0..=2 => Blocking::STREAMED_256.across(),
             3..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
-            3..=4 => Blocking::STREAMED_256,
+            3..=4 => Blocking::STREAMED_256_NARROW,
             _ => Blocking::STREAMED_512,
         }
     }
@@ -351,13 +366,18 @@ impl Tactics {
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then the default with
     /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
     /// destination's rows, for transposes: where no transpose is involved, the only
-    /// alternative, as the others plan what the default plans); then the rest: runs of 512
-    /// bytes across and 1 KiB along and across, 256-byte runs in 4 KiB and 16 KiB blocks stored
-    /// in place, no macro blocks, and 256-byte runs streamed along (the default's blocking for
-    /// large transposes, a candidate of its own where the default differs).
+    /// alternative, as the others plan what the default plans); then runs of 512 bytes across
+    /// the source rows, and runs of 512 bytes along and across them in the destination's loop
+    /// order (band by band of destination rows: on that VM the fastest for NHWC → NCHW with
+    /// short source rows); the default in the source's order; then the rest: runs of 1 KiB along
+    /// and across, 256-byte runs in 4 KiB and 16 KiB blocks stored in place, no macro blocks,
+    /// 256-byte runs streamed along in 16 KiB and 8 KiB blocks (the default's blockings for
+    /// large 4-byte transposes before and now, each a candidate of its own where the default
+    /// differs), and in the destination's order 1 KiB runs, the default, and the default with
+    /// ordinary stores.
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 17] = [
+    pub const CANDIDATES: [Tactics; 18] = [
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
@@ -381,6 +401,7 @@ impl Tactics {
             ..Blocking::DEFAULT
         }),
         Tactics::fixed(Blocking::STREAMED_256),
+        Tactics::fixed(Blocking::STREAMED_256_NARROW),
         Tactics::fixed(Blocking::STREAMED_1K).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Streamed).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Stored).ordered(LoopOrder::Destination),
@@ -593,7 +614,7 @@ mod tests {
         for (elem_size, src_row_bytes, streamed) in [
             (1, 3072, Blocking::STREAMED_256.across()),
             (2, 3072, Blocking::STREAMED_256.across()),
-            (4, 3072, Blocking::STREAMED_256),
+            (4, 3072, Blocking::STREAMED_256_NARROW),
             (4, 128, Blocking::STREAMED_256.across()),
             (8, 3072, Blocking::STREAMED_512),
             // Short source rows: 512-byte runs, band by band of destination rows.
@@ -601,7 +622,7 @@ mod tests {
             (2, 256, Blocking::STREAMED_512),
             (4, 256, Blocking::STREAMED_512),
             (4, 1024, Blocking::STREAMED_512),
-            (4, 1028, Blocking::STREAMED_256),
+            (4, 1028, Blocking::STREAMED_256_NARROW),
             (8, 512, Blocking::STREAMED_512),
         ] {
             assert_eq!(
