@@ -258,7 +258,7 @@ impl Blocking {
     };
 
     /// 512-byte runs, 16 rows a block, staged and streamed.
-    const STREAMED_512: Blocking = Blocking {
+    pub const STREAMED_512: Blocking = Blocking {
         run_bytes: 512,
         block_bytes: 8192,
         macro_strips: 1,
@@ -268,7 +268,7 @@ impl Blocking {
     };
 
     /// 1 KiB runs, 16 rows a block, staged and streamed.
-    const STREAMED_1K: Blocking = Blocking {
+    pub const STREAMED_1K: Blocking = Blocking {
         run_bytes: 1024,
         block_bytes: 16384,
         macro_strips: 1,
