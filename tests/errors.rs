@@ -622,6 +622,7 @@ fn degenerate_blockings_still_move_every_element() {
         macro_blocks: 0,
         write: BlockWrite::Streamed,
         walk: Walk::Across,
+        prefetch_ahead: 0,
     };
     let huge = Blocking {
         run_bytes: usize::MAX,
@@ -630,6 +631,7 @@ fn degenerate_blockings_still_move_every_element() {
         macro_blocks: usize::MAX,
         write: BlockWrite::Staged,
         walk: Walk::Along,
+        prefetch_ahead: usize::MAX,
     };
     let huge_macro = Blocking {
         macro_strips: usize::MAX,

@@ -77,7 +77,7 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
         let src = Layout::row_major(&shape).unwrap();
         let dst = Layout::col_major(&shape).unwrap();
         let plan = Plan::new(&src, &dst, 4).unwrap();
-        let planned = plan.regions().iter().any(|r| r.prefetches_next_block());
+        let planned = plan.regions().iter().any(|r| r.prefetches());
         assert_eq!(planned, prefetches, "{plan}");
         assert_eq!(
             plan.to_string().contains("prefetched"),
@@ -89,6 +89,63 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
         let clif = kernel.clif().unwrap();
         assert_eq!(clif.contains("= u0:1 "), prefetches, "{plan}\n{clif}");
         check_pair(&src, &dst);
+    }
+}
+
+#[test]
+fn far_source_rows_prefetch_three_blocks_ahead() {
+    use relayout::plan::{Blocking, Kernel, Plan, Tactics};
+    use relayout::{reference, DType, Options, Target};
+    // A target that streams from the first byte plans large transposes at test sizes. Rows of
+    // 16 KiB (8-byte elements) are far apart: the prefetched block is three steps along the
+    // innermost loop; rows of 8 KiB, and 4-byte elements, prefetch the next block.
+    let eager = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    for (shape, elem_size, ahead) in [
+        ([40, 2048], 8, 3),
+        ([40, 1024], 8, 1),
+        ([40, 4096], 4, 1),
+        ([37, 3000], 8, 3),
+    ] {
+        let src = Layout::row_major(&shape).unwrap();
+        let dst = Layout::col_major(&shape).unwrap();
+        let plan = Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager).unwrap();
+        let region = plan
+            .regions()
+            .iter()
+            .find(|r| r.prefetches())
+            .unwrap_or_else(|| panic!("no region prefetches:\n{plan}"));
+        let Kernel::Transpose { tile, .. } = region.kernel else {
+            panic!("{plan}");
+        };
+        assert_eq!(tile.prefetch_ahead, ahead, "{plan}");
+        let step = region.loops.last().unwrap().src_stride;
+        assert_eq!(region.prefetch_step(), Some(ahead as i64 * step), "{plan}");
+        assert_eq!(
+            plan.to_string().contains("3 blocks ahead prefetched"),
+            ahead == 3,
+            "{plan}"
+        );
+        // Prefetches past the innermost loop's end (and past the buffer) change nothing.
+        if elem_size != 8 {
+            continue;
+        }
+        let a: Vec<u64> = (0..src.cosize() as u64).collect();
+        let mut want = vec![0u64; dst.cosize()];
+        reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+        for blocks in [ahead, Blocking::MAX_PREFETCH_AHEAD] {
+            let tactics = Tactics::fixed(Blocking::STREAMED_256_NARROW.prefetching(blocks));
+            let options = Options::new()
+                .dtype(DType::U64)
+                .tactics(tactics)
+                .target(eager);
+            let kernel = relayout::compile_relayout_with(&src, &dst, options).unwrap();
+            let mut got = vec![0u64; dst.cosize()];
+            kernel.run(&a, &mut got).unwrap();
+            assert!(got == want, "{}", kernel.plan());
+        }
     }
 }
 
@@ -124,6 +181,7 @@ fn large_transposes_stage_and_stream_by_default() {
         .all(|&w| w != TransposeWrite::Staged(Flush::Streamed)));
     // The default blocks follow the element size: 64 elements a run, walked along the source
     // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16;
+    // source rows 16 KiB apart or more (2048 f64), 256-byte runs for f64 too (32 elements);
     // where the source rows are short (NHWC -> NCHW of 64 f32 channels: 256 bytes), 512-byte
     // runs along them, band by band of destination rows.
     let square = |side: usize| {
@@ -138,7 +196,8 @@ fn large_transposes_stage_and_stream_by_default() {
         (1, square(4096), 256, Walk::Across),
         (2, square(4096), 128, Walk::Across),
         (4, square(2048), 64, Walk::Along),
-        (8, square(2048), 64, Walk::Along),
+        (8, square(2048), 32, Walk::Along),
+        (8, square(1536), 64, Walk::Along),
         (4, nhwc_to_nchw.clone(), 128, Walk::Along),
     ] {
         let plan = Plan::new(&src, &dst, elem_size).unwrap();
@@ -558,6 +617,7 @@ fn staging_is_bounded_whatever_the_blocking() {
         macro_blocks: 1,
         write: BlockWrite::Streamed,
         walk: Walk::Along,
+        prefetch_ahead: 1,
     };
     let src = Layout::row_major(&[1024, 2048]).unwrap();
     let dst = Layout::col_major(&[1024, 2048]).unwrap();

@@ -49,10 +49,16 @@ enum Strips {
 
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`; a staged transpose
-    /// prefetches the source of the next block, `next_block` source elements on, if given.
-    pub(super) fn kernel(&mut self, kernel: Kernel, next_block: Option<i64>, s: Value, d: Value) {
+    /// prefetches the source of a later block, `prefetch_step` source elements on, if given.
+    pub(super) fn kernel(
+        &mut self,
+        kernel: Kernel,
+        prefetch_step: Option<i64>,
+        s: Value,
+        d: Value,
+    ) {
         if let Some(packed) = self.packed {
-            return self.packed_kernel(packed, kernel, next_block, s, d);
+            return self.packed_kernel(packed, kernel, prefetch_step, s, d);
         }
         match kernel {
             Kernel::Element => self.element(s, d),
@@ -83,7 +89,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_transpose(tile, flush, next_block, s, d),
+            } => self.staged_transpose(tile, flush, prefetch_step, s, d),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::InPlace,
@@ -210,7 +216,9 @@ impl Emitter<'_> {
     /// [`across`](Walk::Across) the source rows, each step along `a` transposes the whole strip,
     /// so every destination run is written at once.
     fn transpose(&mut self, tile: TransposeTile, s: Value, d: Value) {
-        let TransposeTile { a, b, lanes, walk } = tile;
+        let TransposeTile {
+            a, b, lanes, walk, ..
+        } = tile;
         let l = lanes as i64;
         let (whole_a, whole_b) = (a.extent / lanes, b.extent / lanes);
         let tiles_a = Loop {
@@ -302,7 +310,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         flush: Flush,
-        next_block: Option<i64>,
+        prefetch_step: Option<i64>,
         s: Value,
         d: Value,
     ) {
@@ -323,7 +331,7 @@ impl Emitter<'_> {
         };
         let fill = |e: &mut Self, stage: Value| {
             e.transpose(into_stage, s, stage);
-            e.prefetch_next(block, next_block.map(|step| step * size), s);
+            e.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
         };
         match flush {
             Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill),
@@ -339,10 +347,13 @@ impl Emitter<'_> {
     }
 
     /// Asks the runtime's prefetching routine for the source rows `block` that start `step`
-    /// bytes after byte address `s`: the next block of a staged transpose, called once its own
-    /// source is read and before its stage goes out, so that the next block's reads overlap
-    /// this block's writes. No step asks for nothing.
-    pub(super) fn prefetch_next(&mut self, block: SourceBlock, step: Option<i64>, s: Value) {
+    /// bytes after byte address `s`: a later block of a staged transpose
+    /// ([`Region::prefetch_step`]), called once this block's source is read and before its
+    /// stage goes out, so that the later block's reads overlap this block's writes. No step
+    /// asks for nothing.
+    ///
+    /// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
+    pub(super) fn prefetch_ahead(&mut self, block: SourceBlock, step: Option<i64>, s: Value) {
         let Some(step) = step else {
             return;
         };

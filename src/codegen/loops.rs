@@ -88,22 +88,22 @@ impl Emitter<'_> {
         self.region_nest(loops, kernel, None, s, d)
     }
 
-    /// [`Emitter::nest`] for a region's kernel, which prefetches the next block `next_block`
-    /// source elements on, if the plan says so ([`Region::next_block_step`]).
+    /// [`Emitter::nest`] for a region's kernel, which prefetches the block `prefetch_step`
+    /// source elements on, if the plan says so ([`Region::prefetch_step`]).
     ///
-    /// [`Region::next_block_step`]: crate::plan::Region::next_block_step
+    /// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
     pub(super) fn region_nest(
         &mut self,
         loops: &[Loop],
         kernel: Kernel,
-        next_block: Option<i64>,
+        prefetch_step: Option<i64>,
         s: Value,
         d: Value,
     ) {
         match loops.split_first() {
-            None => self.kernel(kernel, next_block, s, d),
+            None => self.kernel(kernel, prefetch_step, s, d),
             Some((outer, inner)) => self.fixed_loop(*outer, s, d, |e, s, d| {
-                e.region_nest(inner, kernel, next_block, s, d)
+                e.region_nest(inner, kernel, prefetch_step, s, d)
             }),
         }
     }

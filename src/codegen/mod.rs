@@ -319,7 +319,7 @@ impl Emitter<'_> {
     /// The table pointer, if any, is at the region's first index.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
         let (s, d) = self.advance(src, dst, (region.src_base, region.dst_base));
-        let next_block = region.next_block_step();
+        let prefetch_step = region.prefetch_step();
         match (&region.indexed, region.loops.split_first()) {
             (Some(ix), _) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, i, s, d| {
                 let (so, doff) = e.indexed_offsets(ix, i);
@@ -330,7 +330,7 @@ impl Emitter<'_> {
                     let bytes = e.b.ins().imul_imm_s(index, e.index_bytes);
                     e.table = Some(e.b.ins().iadd(t, bytes));
                 }
-                e.region_nest(&region.loops, region.kernel, next_block, s, d);
+                e.region_nest(&region.loops, region.kernel, prefetch_step, s, d);
                 e.table = saved;
             }),
             (None, Some((outer, inner))) => {
@@ -341,12 +341,12 @@ impl Emitter<'_> {
                     saved.map(|t| self.scaled_start(t, lo, outer.index_stride * self.index_bytes));
                 let strides = (outer.src_stride, outer.dst_stride, outer.index_stride);
                 self.counted_loop(lo, hi, s, d, strides, |e, _, s, d| {
-                    e.region_nest(inner, region.kernel, next_block, s, d)
+                    e.region_nest(inner, region.kernel, prefetch_step, s, d)
                 });
                 self.table = saved;
             }
             (None, None) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, _, s, d| {
-                e.region_nest(&[], region.kernel, next_block, s, d)
+                e.region_nest(&[], region.kernel, prefetch_step, s, d)
             }),
         }
     }

@@ -39,7 +39,7 @@ impl Emitter<'_> {
         &mut self,
         packed: Packed,
         kernel: Kernel,
-        next_block: Option<i64>,
+        prefetch_step: Option<i64>,
         s: Value,
         d: Value,
     ) {
@@ -62,7 +62,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_nibble_transpose(tile, flush, next_block, s, d),
+            } => self.staged_nibble_transpose(tile, flush, prefetch_step, s, d),
             // The planner lowers the other kernels to element moves (the verifier checks it);
             // were one left, its loops around element moves do the same.
             Kernel::Zip { .. } | Kernel::Unzip { .. } => {
@@ -105,7 +105,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         flush: Flush,
-        next_block: Option<i64>,
+        prefetch_step: Option<i64>,
         s: Value,
         d: Value,
     ) {
@@ -122,7 +122,7 @@ impl Emitter<'_> {
             row_stride: tile.b.src_stride / k as i64,
         };
         let s_bytes = self.byte_address(PACKED_4, s);
-        self.prefetch_next(block, next_block.map(|step| step / k as i64), s_bytes);
+        self.prefetch_ahead(block, prefetch_step.map(|step| step / k as i64), s_bytes);
         let rows = Loop {
             extent: tile.a.extent,
             src_stride: row as i64,

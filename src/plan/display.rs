@@ -105,9 +105,15 @@ impl Nest<'_, '_> {
                 Flush::Streamed => "streamed",
                 Flush::Copied => "copied",
             };
-            let prefetch = match region.prefetches_next_block() {
-                true => ", the next block's source prefetched,",
-                false => "",
+            let prefetch = match region.kernel {
+                _ if !region.prefetches() => String::new(),
+                Kernel::Transpose { tile, .. } if tile.prefetch_ahead > 1 => {
+                    format!(
+                        ", the source {} blocks ahead prefetched,",
+                        tile.prefetch_ahead
+                    )
+                }
+                _ => ", the next block's source prefetched,".to_string(),
             };
             format!(
                 "staged in a {bytes}-byte buffer{prefetch} {how} out as {runs} run(s) of {} bytes:",

@@ -25,6 +25,7 @@
 
 use crate::convert::{Conversion, PerIndex};
 use crate::layout::{Digit, Source, Swizzle};
+use crate::plan::Blocking;
 use crate::target::Target;
 
 /// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements, and of
@@ -135,6 +136,11 @@ pub struct TransposeTile {
     pub lanes: usize,
     /// The order in which the register tiles of a block are visited.
     pub walk: Walk,
+    /// How many blocks ahead along the region's innermost loop a staged block prefetches its
+    /// source (1 to [`Blocking::MAX_PREFETCH_AHEAD`]; see [`Region::prefetch_step`]).
+    ///
+    /// [`Blocking::MAX_PREFETCH_AHEAD`]: crate::plan::Blocking::MAX_PREFETCH_AHEAD
+    pub prefetch_ahead: usize,
 }
 
 /// The order in which a transpose visits its register tiles.
@@ -531,25 +537,28 @@ impl Region {
         self.kernel.stage_bytes(elem_size)
     }
 
-    /// Whether the code asks the CPU for the next block's source while it writes this one out:
+    /// Whether the code asks the CPU for a later block's source while it writes this one out:
     /// a staged transpose inside a loop that moves along the source (the runtime's prefetching
     /// routine, called between filling the stage and flushing it).
-    pub fn prefetches_next_block(&self) -> bool {
-        self.next_block_step().is_some()
+    pub fn prefetches(&self) -> bool {
+        self.prefetch_step().is_some()
     }
 
-    /// Where the next block's source starts, in source elements from this block's, when the code
-    /// prefetches it ([`Region::prefetches_next_block`]): the innermost loop's source stride.
-    pub fn next_block_step(&self) -> Option<i64> {
-        let staged = matches!(
-            self.kernel,
-            Kernel::Transpose {
-                write: TransposeWrite::Staged(_),
-                ..
-            }
-        );
+    /// Where the prefetched block's source starts, in source elements from this block's, when
+    /// the code prefetches ([`Region::prefetches`]): the innermost loop's source stride times
+    /// the tile's [`prefetch_ahead`](TransposeTile::prefetch_ahead) (prefetches past the loop's
+    /// end ask for memory the loop does not read, which is harmless: a prefetch never faults).
+    pub fn prefetch_step(&self) -> Option<i64> {
+        let Kernel::Transpose {
+            tile,
+            write: TransposeWrite::Staged(_),
+        } = self.kernel
+        else {
+            return None;
+        };
         let step = self.loops.last()?.src_stride;
-        (staged && step != 0).then_some(step)
+        let ahead = tile.prefetch_ahead.clamp(1, Blocking::MAX_PREFETCH_AHEAD) as i64;
+        (step != 0).then_some(step.saturating_mul(ahead))
     }
 
     /// Iterations of the outermost loop: the unit in which work is split between threads.

@@ -340,6 +340,7 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize, zips: bool) -> Kernel {
                 b: lb,
                 lanes,
                 walk: Walk::Along,
+                prefetch_ahead: 1,
             },
             write: TransposeWrite::InPlace,
         };
@@ -407,6 +408,9 @@ fn block_transpose(
     let lanes = tile.lanes;
     let tile = TransposeTile {
         walk: blocking.walk,
+        prefetch_ahead: blocking
+            .prefetch_ahead
+            .clamp(1, Blocking::MAX_PREFETCH_AHEAD),
         ..tile
     };
     let strip = lanes.max(blocking.run_bytes / elem_size);
@@ -628,6 +632,7 @@ mod tests {
                 b,
                 lanes: 4,
                 walk: Walk::Along,
+                prefetch_ahead: 1,
             },
             write: TransposeWrite::InPlace,
         };

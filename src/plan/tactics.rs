@@ -198,6 +198,14 @@ pub struct Blocking {
     /// NCHW → NHWC from 6.8 to 11.5 this way, while the 256³ reversal fell from 6.7 to 3.2 (its
     /// source rows are 256 KiB apart).
     pub walk: Walk,
+    /// How many blocks ahead along the innermost loop a staged block asks the CPU for its source
+    /// rows (1: the next block), while it writes itself out. Counts beyond
+    /// [`Blocking::MAX_PREFETCH_AHEAD`] count as that, 0 as 1. Where the innermost loop is long
+    /// and many source rows are read at once, further is faster: on a 2-core AMD EPYC (Zen 4)
+    /// VM, the 8000² f64 transpose in 8 KiB blocks went from 0.69–0.77 of memcpy to 0.78–0.93
+    /// three blocks ahead; where the loop has only a few blocks, the prefetches land past its
+    /// end (the 64 × 512² (0,2,1) permutation, 4 blocks a loop: 0.97 against 0.68).
+    pub prefetch_ahead: usize,
 }
 
 impl Blocking {
@@ -210,6 +218,7 @@ impl Blocking {
         macro_blocks: 4,
         write: BlockWrite::InPlace,
         walk: Walk::Along,
+        prefetch_ahead: 1,
     };
 
     /// 256-byte destination runs in 4 KiB blocks: a block writes fewer destination rows, four
@@ -227,6 +236,7 @@ impl Blocking {
         macro_blocks: 1,
         write: BlockWrite::Staged,
         walk: Walk::Along,
+        prefetch_ahead: 1,
     };
 
     /// 256-byte runs in blocks of 16 KiB, in macro blocks of 4 × 4, staged and streamed. With
@@ -257,6 +267,25 @@ impl Blocking {
         ..Blocking::STREAMED_256
     };
 
+    /// [`Blocking::STREAMED_256_NARROW`] with each block's source prefetched three blocks ahead
+    /// ([`Blocking::prefetch_ahead`]): the fitted blocking of elements of more than 4 bytes into
+    /// large destinations whose source rows lie at least [`Blocking::FAR_SOURCE_ROW_BYTES`]
+    /// apart, and a candidate of tuning. On a 2-core AMD EPYC (Zen 4) VM (`relayout bench
+    /// --candidates`, two runs each, against the blockings fitted before): 8000² f64 0.86–0.98
+    /// of memcpy against 0.65–0.68 (in five alternating untuned runs of each build, medians 0.81
+    /// against 0.77), 8000 × 4000 f64 0.84–0.87 against 0.79–0.82. For f32 it was no better
+    /// than [`Blocking::STREAMED_256_NARROW`] on the whole: 2000 × 16000 0.80 against 0.71–0.78
+    /// and the 256³ reversal 0.86–0.89 against 0.78–0.79, but 8000² 0.83 against 0.86 (medians of
+    /// five alternating runs) and 8192² within the spread. Rows closer together lose: the (0,2,1)
+    /// permutation of 64 × 512² (rows of 2 KiB in f32, 4 KiB in f64) ran at 0.70–0.74 against
+    /// 0.92–1.11 in f32 and 0.84–0.93 against 0.96–0.99 in f64.
+    pub const STREAMED_256_AHEAD: Blocking = Blocking::STREAMED_256_NARROW.prefetching(3);
+
+    /// From how far apart source rows the fitted blocking of 8-byte elements prefetches three
+    /// blocks ahead ([`Blocking::STREAMED_256_AHEAD`]): 16 KiB. Such rows each lie on
+    /// pages of their own, and a block reads from dozens of them at once.
+    pub const FAR_SOURCE_ROW_BYTES: usize = 16 * 1024;
+
     /// 512-byte runs, 16 rows a block, staged and streamed.
     pub const STREAMED_512: Blocking = Blocking {
         run_bytes: 512,
@@ -265,6 +294,7 @@ impl Blocking {
         macro_blocks: 1,
         write: BlockWrite::Streamed,
         walk: Walk::Along,
+        prefetch_ahead: 1,
     };
 
     /// 1 KiB runs, 16 rows a block, staged and streamed.
@@ -275,6 +305,7 @@ impl Blocking {
         macro_blocks: 1,
         write: BlockWrite::Streamed,
         walk: Walk::Along,
+        prefetch_ahead: 1,
     };
 
     /// The default blocking for transposes whose destination rows (one per step along the
@@ -298,17 +329,29 @@ impl Blocking {
     /// destinations whose writes stream: blocks staged, streamed out and prefetched, of
     /// 512-byte runs walked along the source rows ([`Blocking::STREAMED_512`]) where the source
     /// rows are short ([`short_source_rows`]: the fitted loop order then runs the blocks band by
-    /// band of destination rows); otherwise of 256-byte runs along the source rows in 8 KiB
-    /// blocks ([`Blocking::STREAMED_256_NARROW`]) for 4-byte elements, across them in 16 KiB
-    /// blocks ([`Blocking::STREAMED_256`]) for 1- and 2-byte elements and for 4-byte elements
-    /// whose source rows are no longer than a run, and of 512-byte runs (64 elements, as for 4
-    /// bytes) along them for 8-byte elements. On a 2-core AMD EPYC
-    /// (Zen 4) VM, in `relayout bench --candidates` runs over three sessions, those were the
-    /// fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy against
-    /// 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67, f64 0.79–0.84
-    /// against 0.59; for NHWC → NCHW with short source rows (channels × element size from 256
-    /// bytes to 1 KiB: 64, 96, 128 and 256 f32 channels, 128 u16, 32, 64 and 128 f64), 0.63–1.07
-    /// against 0.45–0.87 for the blocking fitted before.
+    /// band of destination rows); for 8-byte elements whose source rows lie at least
+    /// [`Blocking::FAR_SOURCE_ROW_BYTES`] apart, of 256-byte runs along them in 8 KiB blocks
+    /// prefetched three blocks ahead ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs
+    /// along the source rows in 8 KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 4-byte
+    /// elements, across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1- and 2-byte
+    /// elements and for 4-byte elements whose source rows are no longer than a run, and of
+    /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
+    /// AMD EPYC (Zen 4) VM, in `relayout bench --candidates` runs over four sessions, those were
+    /// the fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy
+    /// against 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67 (neither
+    /// gained from prefetching further ahead); for NHWC → NCHW with short source rows (channels
+    /// × element size from 256 bytes to 1 KiB: 64, 96, 128 and 256 f32 channels, 128 u16, 32, 64
+    /// and 128 f64), 0.63–1.07 against 0.45–0.87 for the blocking fitted before; for far rows,
+    /// see [`Blocking::STREAMED_256_AHEAD`].
+    ///
+    /// ```
+    /// use relayout::plan::Blocking;
+    ///
+    /// // An 8000² f64 transpose: rows 64000 bytes apart.
+    /// assert_eq!(Blocking::streamed(8, 64000), Blocking::STREAMED_256_AHEAD);
+    /// // The (0,2,1) permutation of 64 × 512² f64: rows of 4 KiB.
+    /// assert_eq!(Blocking::streamed(8, 4096), Blocking::STREAMED_512);
+    /// ```
     pub const fn streamed(elem_size: usize, src_row_bytes: usize) -> Blocking {
         let runs = Blocking::STREAMED_256.run_bytes;
         match elem_size {
@@ -316,7 +359,28 @@ impl Blocking {
             0..=2 => Blocking::STREAMED_256.across(),
             3..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
             3..=4 => Blocking::STREAMED_256_NARROW,
+            _ if src_row_bytes >= Blocking::FAR_SOURCE_ROW_BYTES => Blocking::STREAMED_256_AHEAD,
             _ => Blocking::STREAMED_512,
+        }
+    }
+
+    /// The most blocks ahead a staged block prefetches ([`Blocking::prefetch_ahead`]).
+    pub const MAX_PREFETCH_AHEAD: usize = 16;
+
+    /// This blocking with each block's source prefetched `blocks` blocks ahead
+    /// ([`Blocking::prefetch_ahead`]).
+    ///
+    /// ```
+    /// use relayout::plan::Blocking;
+    ///
+    /// let far = Blocking::STREAMED_256_NARROW.prefetching(3);
+    /// assert_eq!(far.prefetch_ahead, 3);
+    /// assert_eq!(far.block_bytes, Blocking::STREAMED_256_NARROW.block_bytes);
+    /// ```
+    pub const fn prefetching(self, blocks: usize) -> Blocking {
+        Blocking {
+            prefetch_ahead: blocks,
+            ..self
         }
     }
 
@@ -373,11 +437,13 @@ impl Tactics {
     /// and across, 256-byte runs in 4 KiB and 16 KiB blocks stored in place, no macro blocks,
     /// 256-byte runs streamed along in 16 KiB and 8 KiB blocks (the default's blockings for
     /// large 4-byte transposes before and now, each a candidate of its own where the default
-    /// differs), and in the destination's order 1 KiB runs, the default, and the default with
-    /// ordinary stores.
+    /// differs), in the destination's order 1 KiB runs, the default, and the default with
+    /// ordinary stores, and last 256-byte runs in 8 KiB blocks prefetched three blocks ahead
+    /// ([`Blocking::STREAMED_256_AHEAD`], the default for 8-byte elements whose source rows are
+    /// far apart, and on the Zen 4 VM sometimes faster for f32 ones too).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 18] = [
+    pub const CANDIDATES: [Tactics; 19] = [
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
@@ -405,6 +471,7 @@ impl Tactics {
         Tactics::fixed(Blocking::STREAMED_1K).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Streamed).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Stored).ordered(LoopOrder::Destination),
+        Tactics::fixed(Blocking::STREAMED_256_AHEAD),
     ];
 
     /// Fitted tiling, large destinations written as `large_writes` says, loops in the fitted
@@ -442,8 +509,9 @@ impl Tactics {
 
 impl fmt::Display for Tactics {
     /// `fitted, large streamed` or
-    /// `run 256, block 16384, macro 4x4, write streamed, walk across, large streamed, order
-    /// destination` (no `order` for the fitted order): the form tuning files hold, which
+    /// `run 256, block 8192, macro 4x4, write streamed, walk along, prefetch 3, large streamed,
+    /// order destination` (no `prefetch` for the next block, no `order` for the fitted order):
+    /// the form tuning files hold, which
     /// [`str::parse`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.tiling {
@@ -465,6 +533,11 @@ impl fmt::Display for Tactics {
                     Walk::Across => "across",
                 }
             )?,
+        }
+        if let Tiling::Fixed(b) = self.tiling {
+            if b.prefetch_ahead != 1 {
+                write!(f, ", prefetch {}", b.prefetch_ahead)?;
+            }
         }
         let large = match self.large_writes {
             LargeWrites::Streamed => "streamed",
@@ -557,6 +630,16 @@ impl FromStr for Tactics {
                 "across" => Walk::Across,
                 other => return Err(bad(format!("walk '{other}'"))),
             },
+            prefetch_ahead: match get("prefetch") {
+                Err(_) => 1,
+                Ok(_) => match number("prefetch")? {
+                    n @ 1..=Blocking::MAX_PREFETCH_AHEAD => n,
+                    n => {
+                        let most = Blocking::MAX_PREFETCH_AHEAD;
+                        return Err(bad(format!("prefetch {n} blocks ahead (1 to {most})")));
+                    }
+                },
+            },
         };
         Ok(Tactics {
             tiling: Tiling::Fixed(blocking),
@@ -624,6 +707,13 @@ mod tests {
             (4, 1024, Blocking::STREAMED_512),
             (4, 1028, Blocking::STREAMED_256_NARROW),
             (8, 512, Blocking::STREAMED_512),
+            // Far rows: three blocks ahead for 8-byte elements only.
+            (8, 16384, Blocking::STREAMED_256_AHEAD),
+            (8, 64000, Blocking::STREAMED_256_AHEAD),
+            (8, 16380, Blocking::STREAMED_512),
+            (4, 64000, Blocking::STREAMED_256_NARROW),
+            (2, 16000, Blocking::STREAMED_256.across()),
+            (1, 8000, Blocking::STREAMED_256.across()),
         ] {
             assert_eq!(
                 Tiling::Fitted.blocking(elem_size, 3072, src_row_bytes, true, host),
@@ -632,6 +722,24 @@ mod tests {
             let bands = LoopOrder::Fitted.around_transpose(elem_size, src_row_bytes, true)
                 == LoopOrder::Destination;
             assert_eq!(bands, short_source_rows(elem_size, src_row_bytes));
+        }
+    }
+
+    #[test]
+    fn prefetch_distances_read_back_and_stay_in_range() {
+        let ahead = Tactics::fixed(Blocking::STREAMED_256_AHEAD);
+        let text = ahead.to_string();
+        assert!(text.contains(", prefetch 3,"), "{text}");
+        assert_eq!(text.parse::<Tactics>().unwrap(), ahead);
+        // The next block is the default: no field, and lines written before it existed read so.
+        let next = Tactics::fixed(Blocking::STREAMED_256_NARROW);
+        assert!(!next.to_string().contains("prefetch"));
+        let old = "run 256, block 8192, macro 4x4, write streamed, walk along, large streamed";
+        assert_eq!(old.parse::<Tactics>().unwrap(), next);
+        for bad in ["0", "17", "-1", "far"] {
+            let text = old.replace("large", &format!("prefetch {bad}, large"));
+            let err = text.parse::<Tactics>().unwrap_err().to_string();
+            assert!(err.contains("prefetch"), "{text}: {err}");
         }
     }
 
