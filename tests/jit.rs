@@ -179,9 +179,10 @@ fn large_transposes_stage_and_stream_by_default() {
     assert!(stored
         .iter()
         .all(|&w| w != TransposeWrite::Staged(Flush::Streamed)));
-    // The default blocks follow the element size: 64 elements a run, walked along the source
-    // rows (256 bytes of f32, 512 of f64), and 256-byte runs walked across them for u8 and u16;
-    // source rows 16 KiB apart or more (2048 f64), 256-byte runs for f64 too (32 elements);
+    // The default blocks follow the element size: 256-byte runs walked along the source rows
+    // for u16 and f32 (128 and 64 elements), 64 elements of f64 (512 bytes), and 256-byte runs
+    // walked across them for u8; source rows 16 KiB apart or more (2048 f64), 256-byte runs for
+    // f64 too (32 elements);
     // where the source rows are short (NHWC -> NCHW of 64 f32 channels: 256 bytes), 512-byte
     // runs along them, band by band of destination rows.
     let square = |side: usize| {
@@ -194,7 +195,7 @@ fn large_transposes_stage_and_stream_by_default() {
     );
     for (elem_size, (src, dst), run, walk) in [
         (1, square(4096), 256, Walk::Across),
-        (2, square(4096), 128, Walk::Across),
+        (2, square(4096), 128, Walk::Along),
         (4, square(2048), 64, Walk::Along),
         (8, square(2048), 32, Walk::Along),
         (8, square(1536), 64, Walk::Along),

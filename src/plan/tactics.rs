@@ -332,14 +332,18 @@ impl Blocking {
     /// band of destination rows); for 8-byte elements whose source rows lie at least
     /// [`Blocking::FAR_SOURCE_ROW_BYTES`] apart, of 256-byte runs along them in 8 KiB blocks
     /// prefetched three blocks ahead ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs
-    /// along the source rows in 8 KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 4-byte
-    /// elements, across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1- and 2-byte
-    /// elements and for 4-byte elements whose source rows are no longer than a run, and of
+    /// along the source rows in 8 KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and
+    /// 4-byte elements, across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
+    /// elements and for 2- and 4-byte elements whose source rows are no longer than a run, and of
     /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
     /// AMD EPYC (Zen 4) VM, in `relayout bench --candidates` runs over four sessions, those were
     /// the fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy
-    /// against 0.64–0.68 for 256-byte runs along, u16 0.74–0.79 against 0.65–0.67 (neither
-    /// gained from prefetching further ahead); for NHWC → NCHW with short source rows (channels
+    /// against 0.64–0.68 for 256-byte runs along in 16 KiB blocks (and 0.73 against 0.55 for 8
+    /// KiB blocks along); u16 in 8 KiB blocks along against 16 KiB blocks across, the blocking
+    /// fitted before: 8000² 0.80–0.84 against 0.68–0.83 (median 0.81 against 0.74, four runs),
+    /// 8192² 0.70–0.71 against 0.34–0.40, the (0,2,1) permutation of 64 × 512² 0.66–0.73
+    /// against 0.57–0.61 (neither u8 nor u16 gained from prefetching further ahead); for NHWC →
+    /// NCHW with short source rows (channels
     /// × element size from 256 bytes to 1 KiB: 64, 96, 128 and 256 f32 channels, 128 u16, 32, 64
     /// and 128 f64), 0.63–1.07 against 0.45–0.87 for the blocking fitted before; for far rows,
     /// see [`Blocking::STREAMED_256_AHEAD`].
@@ -356,9 +360,9 @@ impl Blocking {
         let runs = Blocking::STREAMED_256.run_bytes;
         match elem_size {
             _ if short_source_rows(elem_size, src_row_bytes) => Blocking::STREAMED_512,
-            0..=2 => Blocking::STREAMED_256.across(),
-            3..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
-            3..=4 => Blocking::STREAMED_256_NARROW,
+            0..=1 => Blocking::STREAMED_256.across(),
+            2..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
+            2..=4 => Blocking::STREAMED_256_NARROW,
             _ if src_row_bytes >= Blocking::FAR_SOURCE_ROW_BYTES => Blocking::STREAMED_256_AHEAD,
             _ => Blocking::STREAMED_512,
         }
@@ -696,7 +700,8 @@ mod tests {
         );
         for (elem_size, src_row_bytes, streamed) in [
             (1, 3072, Blocking::STREAMED_256.across()),
-            (2, 3072, Blocking::STREAMED_256.across()),
+            (2, 3072, Blocking::STREAMED_256_NARROW),
+            (2, 256 - 2, Blocking::STREAMED_256.across()),
             (4, 3072, Blocking::STREAMED_256_NARROW),
             (4, 128, Blocking::STREAMED_256.across()),
             (8, 3072, Blocking::STREAMED_512),
@@ -712,7 +717,7 @@ mod tests {
             (8, 64000, Blocking::STREAMED_256_AHEAD),
             (8, 16380, Blocking::STREAMED_512),
             (4, 64000, Blocking::STREAMED_256_NARROW),
-            (2, 16000, Blocking::STREAMED_256.across()),
+            (2, 16000, Blocking::STREAMED_256_NARROW),
             (1, 8000, Blocking::STREAMED_256.across()),
         ] {
             assert_eq!(
