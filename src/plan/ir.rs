@@ -25,7 +25,6 @@
 
 use crate::convert::{Conversion, PerIndex};
 use crate::layout::{Digit, Source, Swizzle};
-use crate::plan::Blocking;
 use crate::target::Target;
 
 /// One iteration dimension: `extent` steps of `src_stride` and `dst_stride` elements, and of
@@ -557,8 +556,7 @@ impl Region {
             return None;
         };
         let step = self.loops.last()?.src_stride;
-        let ahead = tile.prefetch_ahead.clamp(1, Blocking::MAX_PREFETCH_AHEAD) as i64;
-        (step != 0).then_some(step.saturating_mul(ahead))
+        (step != 0).then_some(step.saturating_mul(tile.prefetch_ahead as i64))
     }
 
     /// Iterations of the outermost loop: the unit in which work is split between threads.

@@ -408,9 +408,7 @@ fn block_transpose(
     let lanes = tile.lanes;
     let tile = TransposeTile {
         walk: blocking.walk,
-        prefetch_ahead: blocking
-            .prefetch_ahead
-            .clamp(1, Blocking::MAX_PREFETCH_AHEAD),
+        prefetch_ahead: blocking.prefetch_blocks(),
         ..tile
     };
     let strip = lanes.max(blocking.run_bytes / elem_size);

@@ -388,6 +388,12 @@ impl Blocking {
         }
     }
 
+    /// How many blocks ahead this blocking prefetches: [`Blocking::prefetch_ahead`] within 1 to
+    /// [`Blocking::MAX_PREFETCH_AHEAD`] (a caller's 0 or huge count is only advice).
+    pub(crate) fn prefetch_blocks(self) -> usize {
+        self.prefetch_ahead.clamp(1, Blocking::MAX_PREFETCH_AHEAD)
+    }
+
     /// This blocking with runs across the source rows.
     const fn across(self) -> Blocking {
         Blocking {
