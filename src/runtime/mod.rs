@@ -107,14 +107,23 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
 /// Bytes of a cache line: this routine streams whole lines only.
 const LINE_BYTES: usize = crate::target::HOST_LINE_BYTES;
 
-/// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines with nothing but loads and
-/// streaming stores, any other row through [`copy_row`].
+/// Bytes of the pieces of a long row that [`stream_lines`] reads side by side: a page, the reach
+/// of the hardware prefetchers, which follow a stream only within its page.
+const PIECE_BYTES: usize = 4096;
+
+/// How many pieces of a long row [`stream_lines`] reads side by side.
+const PIECES_AT_ONCE: usize = 4;
+
+/// Bytes [`stream_lines`] moves from one piece before it turns to the next: four lines.
+const CHUNK_BYTES: usize = 256;
+
+/// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines through [`stream_lines`],
+/// nothing but loads and streaming stores, any other row through [`copy_row`].
 ///
 /// # Safety
 /// As [`stream_rows`]; `S`'s features must be enabled where this is inlined.
 #[inline(always)]
 unsafe fn copy_rows<S: Streamer>(job: Rows) {
-    const { assert!(LINE_BYTES.is_multiple_of(S::WIDTH)) };
     if job.row_bytes == 0 {
         // No bytes to move, and none the caller vouches for.
         return;
@@ -133,18 +142,53 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
             )
         };
         if whole {
-            let mut at = 0;
-            while at < job.row_bytes {
-                // SAFETY: `at + WIDTH ≤ row_bytes` (a multiple of the line, so of `WIDTH`, which
-                // divides the line), `dst + at` is aligned to `WIDTH` (`dst` and the stride are
-                // multiples of the line, `at` of `WIDTH`); the caller's features.
-                unsafe { S::stream(src.add(at), dst.add(at)) };
-                at += S::WIDTH;
-            }
+            // SAFETY: forwarded from the caller, for this row, which starts on a line of the
+            // destination and is whole lines long.
+            unsafe { stream_lines::<S>(src, dst, job.row_bytes) };
         } else {
             // SAFETY: forwarded from the caller, for this row.
             unsafe { copy_row::<S>(src, dst, job.row_bytes) };
         }
+    }
+}
+
+/// A row of whole, aligned cache lines with loads and streaming stores alone. A row of two
+/// pages or more is read [`PIECES_AT_ONCE`] pages at a time, [`CHUNK_BYTES`] from each in
+/// turn, as glibc's `memmove` does for its largest copies (`large_memcpy_4x` in
+/// `memmove-vec-unaligned-erms.S`): one stream per page keeps the prefetchers of several pages
+/// busy at once, where a single stream waits at every page boundary. On a 2-core Intel Xeon
+/// VM (family 6, model 167), a C loop of streaming stores copied 256 MiB at 9.5 GB/s straight
+/// through and at 12.3 four pages at a time in 256-byte chunks (the same with the writes in
+/// order and only the reads interleaved; 10.8–11.9 two pages at a time).
+///
+/// # Safety
+/// `len` (a multiple of the line) bytes at `src` readable, at `dst` (aligned to the line)
+/// writable, not overlapping; `S`'s features.
+#[inline(always)]
+unsafe fn stream_lines<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
+    const { assert!(LINE_BYTES.is_multiple_of(S::WIDTH)) };
+    const { assert!(CHUNK_BYTES.is_multiple_of(LINE_BYTES)) };
+    const { assert!(PIECE_BYTES.is_multiple_of(CHUNK_BYTES)) };
+    let mut done = 0;
+    while len - done >= 2 * PIECE_BYTES {
+        let pieces = ((len - done) / PIECE_BYTES).min(PIECES_AT_ONCE);
+        for chunk in (0..PIECE_BYTES).step_by(CHUNK_BYTES) {
+            for piece in 0..pieces {
+                let first = done + piece * PIECE_BYTES + chunk;
+                for at in (first..first + CHUNK_BYTES).step_by(S::WIDTH) {
+                    // SAFETY: `at + WIDTH ≤ done + pieces·PIECE_BYTES ≤ len`; `dst + at` is
+                    // aligned to the line (`dst`, `done`, the piece and the chunk are multiples
+                    // of it), so to `WIDTH`, which divides it; the caller's features.
+                    unsafe { S::stream(src.add(at), dst.add(at)) };
+                }
+            }
+        }
+        done += pieces * PIECE_BYTES;
+    }
+    for at in (done..len).step_by(S::WIDTH) {
+        // SAFETY: `at + WIDTH ≤ len` (both multiples of `WIDTH`), `dst + at` aligned to `WIDTH`
+        // as above; the caller's features.
+        unsafe { S::stream(src.add(at), dst.add(at)) };
     }
 }
 
@@ -365,6 +409,69 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Two rows of whole lines, each from shorter than two pages to past five, rows apart by
+    /// a line more than their length (up and down), read page by page side by side: every
+    /// byte lands where it belongs and nothing else changes.
+    fn check_long_rows(routine: Routine) {
+        const PAGE: usize = PIECE_BYTES;
+        for row_bytes in [
+            2 * PAGE - 64,
+            2 * PAGE,
+            2 * PAGE + 64,
+            3 * PAGE + 192,
+            4 * PAGE,
+            5 * PAGE + 4032,
+        ] {
+            let gap = row_bytes + LINE_BYTES;
+            let src: Vec<u8> = (0..2 * gap).map(|i| (i * 13 % 251) as u8).collect();
+            for stride in [gap as i64, -(gap as i64)] {
+                let mut dst = vec![0xEEu8; 2 * gap + LINE_BYTES];
+                let aligned = dst.as_ptr().align_offset(LINE_BYTES);
+                let first = aligned + if stride < 0 { gap } else { 0 };
+                // SAFETY: 2 rows of `row_bytes` bytes, `gap` bytes apart, in `src` (`2·gap`
+                // bytes) and in `dst` from `aligned` < 64 (`2·gap + 64` bytes), the first
+                // destination row on a line; distinct allocations; the CPU has the features of
+                // the routines under test.
+                unsafe {
+                    routine(
+                        src.as_ptr(),
+                        dst.as_mut_ptr().add(first),
+                        2,
+                        row_bytes as i64,
+                        gap as i64,
+                        stride,
+                    )
+                };
+                fence();
+                for (i, &got) in dst.iter().enumerate() {
+                    let at = i.wrapping_sub(aligned);
+                    let (slot, col) = (at / gap, at % gap);
+                    let row = if stride < 0 {
+                        1usize.wrapping_sub(slot)
+                    } else {
+                        slot
+                    };
+                    let inside = i >= aligned && row < 2 && col < row_bytes;
+                    let want = if inside { src[row * gap + col] } else { 0xEE };
+                    assert_eq!(got, want, "stride {stride} row bytes {row_bytes} byte {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_rows_read_page_by_page_land_where_they_belong() {
+        check_long_rows(stream_rows::<Baseline>);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx") {
+            check_long_rows(stream_rows::<Avx>);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            check_long_rows(stream_rows::<Avx512>);
         }
     }
 
