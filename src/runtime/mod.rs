@@ -363,130 +363,116 @@ mod tests {
         prefetch_rows(past, std::ptr::null_mut(), -1, -1, 0, 0);
     }
 
-    /// Three rows of every length up to past two 64-byte stores, at every destination offset
-    /// within 64 bytes, rows a multiple of 64 bytes apart (up or down, where whole aligned rows
-    /// take the fast loop) or not, land where they belong and nothing else changes.
-    fn check_routine(routine: Routine) {
-        let src: Vec<u8> = (0..400).map(|i| (i * 7 % 251) as u8).collect();
-        for stride in [110i64, 128, -128] {
-            let gap = stride.unsigned_abs() as usize;
-            for offset in 0..64 {
-                let lengths = [0, 1, 15, 16, 17, 31, 32, 33, 48, 64, 77, 96, 100, 110, 128];
-                for row_bytes in lengths.into_iter().filter(|&len| len <= gap) {
-                    let mut dst = vec![0xEEu8; 3 * gap + 64];
-                    // The first row's start: the lowest row when rows go up, the highest when
-                    // they go down.
-                    let first = offset + if stride < 0 { 2 * gap } else { 0 };
-                    // SAFETY: 3 rows of at most `gap` bytes, `gap` bytes apart in `src` (400
-                    // bytes) and in `dst` from `offset` < 64 (`3·gap + 64` bytes); distinct
-                    // allocations. The routines under test are the baseline one and those the
-                    // CPU has the features of.
-                    unsafe {
-                        routine(
-                            src.as_ptr(),
-                            dst.as_mut_ptr().add(first),
-                            3,
-                            row_bytes as i64,
-                            gap as i64,
-                            stride,
-                        )
-                    };
-                    fence();
-                    for (i, &got) in dst.iter().enumerate() {
-                        let at = i.wrapping_sub(offset);
-                        let (slot, col) = (at / gap, at % gap);
-                        let row = if stride < 0 {
-                            2usize.wrapping_sub(slot)
-                        } else {
-                            slot
-                        };
-                        let inside = i >= offset && row < 3 && col < row_bytes;
-                        let want = if inside { src[row * gap + col] } else { 0xEE };
-                        assert_eq!(
-                            got, want,
-                            "stride {stride} offset {offset} row bytes {row_bytes} byte {i}"
-                        );
-                    }
-                }
-            }
+    /// One call of `routine`: `rows` rows of `row_bytes` bytes, `gap` bytes apart in `src` and
+    /// `stride` bytes apart (`±gap`) in a destination whose lowest row starts `offset` bytes
+    /// past a cache line (`offset < 64`). Every byte lands where it belongs and nothing else
+    /// changes.
+    fn check_rows(
+        routine: Routine,
+        src: &[u8],
+        rows: usize,
+        row_bytes: usize,
+        stride: i64,
+        offset: usize,
+    ) {
+        let gap = stride.unsigned_abs() as usize;
+        assert!(offset < 64 && row_bytes <= gap && rows * gap <= src.len());
+        let mut dst = vec![0xEEu8; rows * gap + 128];
+        let offset = dst.as_ptr().align_offset(LINE_BYTES) + offset;
+        // The first row's start: the lowest row when rows go up, the highest when they go down.
+        let first = offset + if stride < 0 { (rows - 1) * gap } else { 0 };
+        // SAFETY: `rows` rows of `row_bytes` ≤ `gap` bytes, `gap` bytes apart in `src` (at least
+        // `rows·gap` bytes, asserted) and in `dst` from `offset` < 128 (`rows·gap + 128`
+        // bytes); distinct allocations. The routines under test are the baseline one and those the CPU
+        // has the features of.
+        unsafe {
+            routine(
+                src.as_ptr(),
+                dst.as_mut_ptr().add(first),
+                rows as i64,
+                row_bytes as i64,
+                gap as i64,
+                stride,
+            )
+        };
+        fence();
+        for (i, &got) in dst.iter().enumerate() {
+            let at = i.wrapping_sub(offset);
+            let (slot, col) = (at / gap, at % gap);
+            let row = if stride < 0 {
+                (rows - 1).wrapping_sub(slot)
+            } else {
+                slot
+            };
+            let inside = i >= offset && row < rows && col < row_bytes;
+            let want = if inside { src[row * gap + col] } else { 0xEE };
+            assert_eq!(
+                got, want,
+                "stride {stride} offset {offset} row bytes {row_bytes} byte {i}"
+            );
         }
     }
 
-    /// Two rows of whole lines, each from shorter than two pages to past five, rows apart by
-    /// a line more than their length (up and down), read page by page side by side: every
-    /// byte lands where it belongs and nothing else changes.
-    fn check_long_rows(routine: Routine) {
+    /// `check` on the baseline routine, on those of the CPU's features, and on the host's.
+    fn for_each_routine(check: impl Fn(Routine)) {
+        check(stream_rows::<Baseline>);
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx") {
+            check(stream_rows::<Avx>);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            check(stream_rows::<Avx512>);
+        }
+        // SAFETY: the host's routine is a function of this signature (what the JIT calls).
+        check(unsafe { std::mem::transmute::<*const u8, Routine>(stream_rows_routine()) });
+    }
+
+    /// Three rows of every length up to past two 64-byte stores, at every destination offset
+    /// within 64 bytes, rows a multiple of 64 bytes apart (up or down, where whole aligned rows
+    /// take the fast loop) or not.
+    #[test]
+    fn rows_land_where_they_belong_at_any_alignment() {
+        let src: Vec<u8> = (0..400).map(|i| (i * 7 % 251) as u8).collect();
+        let lengths = [0, 1, 15, 16, 17, 31, 32, 33, 48, 64, 77, 96, 100, 110, 128];
+        for_each_routine(|routine| {
+            for stride in [110i64, 128, -128] {
+                for offset in 0..64 {
+                    for row_bytes in lengths
+                        .into_iter()
+                        .filter(|&l| l as u64 <= stride.unsigned_abs())
+                    {
+                        check_rows(routine, &src, 3, row_bytes, stride, offset);
+                    }
+                }
+            }
+        });
+    }
+
+    /// Two rows of whole lines, each from shorter than two pages to past five, rows a line
+    /// more than their length apart (up and down): read page by page side by side where they
+    /// start on a line, with ordinary stores at their ends where they start 16 bytes past one.
+    #[test]
+    fn long_rows_read_page_by_page_land_where_they_belong() {
         const PAGE: usize = PIECE_BYTES;
-        for row_bytes in [
+        let lengths = [
             2 * PAGE - 64,
             2 * PAGE,
             2 * PAGE + 64,
             3 * PAGE + 192,
             4 * PAGE,
             5 * PAGE + 4032,
-        ] {
-            let gap = row_bytes + LINE_BYTES;
-            let src: Vec<u8> = (0..2 * gap).map(|i| (i * 13 % 251) as u8).collect();
-            for stride in [gap as i64, -(gap as i64)] {
-                let mut dst = vec![0xEEu8; 2 * gap + LINE_BYTES];
-                let aligned = dst.as_ptr().align_offset(LINE_BYTES);
-                let first = aligned + if stride < 0 { gap } else { 0 };
-                // SAFETY: 2 rows of `row_bytes` bytes, `gap` bytes apart, in `src` (`2·gap`
-                // bytes) and in `dst` from `aligned` < 64 (`2·gap + 64` bytes), the first
-                // destination row on a line; distinct allocations; the CPU has the features of
-                // the routines under test.
-                unsafe {
-                    routine(
-                        src.as_ptr(),
-                        dst.as_mut_ptr().add(first),
-                        2,
-                        row_bytes as i64,
-                        gap as i64,
-                        stride,
-                    )
-                };
-                fence();
-                for (i, &got) in dst.iter().enumerate() {
-                    let at = i.wrapping_sub(aligned);
-                    let (slot, col) = (at / gap, at % gap);
-                    let row = if stride < 0 {
-                        1usize.wrapping_sub(slot)
-                    } else {
-                        slot
-                    };
-                    let inside = i >= aligned && row < 2 && col < row_bytes;
-                    let want = if inside { src[row * gap + col] } else { 0xEE };
-                    assert_eq!(got, want, "stride {stride} row bytes {row_bytes} byte {i}");
+        ];
+        for_each_routine(|routine| {
+            for row_bytes in lengths {
+                let gap = row_bytes + LINE_BYTES;
+                let src: Vec<u8> = (0..2 * gap).map(|i| (i * 13 % 251) as u8).collect();
+                for stride in [gap as i64, -(gap as i64)] {
+                    for offset in [0, 16] {
+                        check_rows(routine, &src, 2, row_bytes, stride, offset);
+                    }
                 }
             }
-        }
-    }
-
-    #[test]
-    fn long_rows_read_page_by_page_land_where_they_belong() {
-        check_long_rows(stream_rows::<Baseline>);
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx") {
-            check_long_rows(stream_rows::<Avx>);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            check_long_rows(stream_rows::<Avx512>);
-        }
-    }
-
-    #[test]
-    fn rows_land_where_they_belong_at_any_alignment() {
-        check_routine(stream_rows::<Baseline>);
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx") {
-            check_routine(stream_rows::<Avx>);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            check_routine(stream_rows::<Avx512>);
-        }
-        // SAFETY: the host's routine is a function of this signature (what the JIT calls).
-        check_routine(unsafe { std::mem::transmute::<*const u8, Routine>(stream_rows_routine()) });
+        });
     }
 }
