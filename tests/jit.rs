@@ -687,19 +687,27 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
         streamed.regions().iter().all(|r| r.kernel.streams()),
         "{streamed}"
     );
-    let ordinary = Tactics {
+    let ordinary_tactics_in = |order| Tactics {
         large_writes: LargeWrites::Stored,
+        order,
         ..Tactics::default()
     };
+    let ordinary = ordinary_tactics_in(relayout::plan::LoopOrder::Fitted);
     let ordinary = Plan::with_tactics(&src, &dst, 4, ordinary, host).unwrap();
     assert!(!ordinary.streams(), "{ordinary}");
-    // Those are two of the three plans the candidates give, the third streaming in the
-    // destination's loop order: four runs each.
-    let by_destination = Tactics::default().ordered(relayout::plan::LoopOrder::Destination);
+    // Those are two of the four plans the candidates give, the third streaming in the
+    // destination's loop order, the fourth with ordinary stores in the source's: four runs
+    // each.
+    use relayout::plan::LoopOrder;
+    let by_destination = Tactics::default().ordered(LoopOrder::Destination);
     let by_destination = Plan::with_tactics(&src, &dst, 4, by_destination, host).unwrap();
     assert!(by_destination.streams(), "{by_destination}");
     assert_ne!(by_destination, streamed);
-    assert_eq!(tune_to_the_end(&src, &dst), 12);
+    let by_source = ordinary_tactics_in(LoopOrder::Source);
+    let by_source = Plan::with_tactics(&src, &dst, 4, by_source, host).unwrap();
+    assert!(!by_source.streams(), "{by_source}");
+    assert_ne!(by_source, ordinary);
+    assert_eq!(tune_to_the_end(&src, &dst), 16);
 }
 
 #[test]
