@@ -10,7 +10,7 @@ use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::packing;
-use crate::plan::{BlockWrite, Blocking, LargeWrites, Packed, Plan, Tactics, Tiling, Walk};
+use crate::plan::{BlockWrite, Blocking, Packed, Plan, Tactics, Tiling, Walk};
 use crate::target::Target;
 use crate::tune::Tuner;
 
@@ -824,7 +824,7 @@ impl BlockingSummary {
             macro_blocks: b.macro_blocks,
             stage: b.write == BlockWrite::Staged,
             stream: b.write == BlockWrite::Streamed,
-            stream_copies: tactics.large_writes == LargeWrites::Streamed,
+            stream_copies: tactics.large_writes.streams(),
             across: b.walk == Walk::Across,
         }
     }

@@ -828,3 +828,56 @@ fn few_channel_unzips_stream_their_strips() {
         }
     }
 }
+
+#[test]
+fn staged_strips_of_one_source_stream_read_as_pieces_side_by_side() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{LargeWrites, Plan, Tactics};
+    use relayout::Target;
+    // A target that streams from the first byte stages odd/even strips at test sizes; with
+    // `StreamedInPieces` a run of four pages is read as four pieces side by side.
+    let eager = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    let in_pieces = Tactics {
+        large_writes: LargeWrites::StreamedInPieces,
+        ..Tactics::default()
+    };
+    // (Two lanes of 8-byte elements leave no strip count for a zip.)
+    for elem_size in [1, 2, 4] {
+        // Elements of one run: four pieces of 4 KiB.
+        let run = 4 * 4096 / elem_size;
+        // Two whole runs and three steps of 32 more (a region of their own); too short for two.
+        // Strips of 16: whole vectors of every element size.
+        for (n, pieces) in [(2 * run + 96, 4), (2 * run - 32, 1)] {
+            let row = format!("morello:[{n}] [0]");
+            let strips = format!("morello:[{n}] [0, 0 oe(32)]");
+            for (src, dst) in [(&row, &strips), (&strips, &row)] {
+                let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
+                let plan = Plan::with_tactics(&src, &dst, elem_size, in_pieces, eager).unwrap();
+                let most = plan.regions().iter().map(|r| r.kernel.pieces()).max();
+                assert_eq!(most, Some(pieces), "{plan}");
+                assert_eq!(
+                    plan.to_string().contains("read as 4 pieces side by side"),
+                    pieces == 4,
+                    "{plan}"
+                );
+                common::check_plan_moves_of(&plan, &src, &dst);
+                let pin = Some(Pin {
+                    tactics: in_pieces,
+                    target: eager,
+                });
+                for threads in [1, 2] {
+                    let run = Run {
+                        elem_size,
+                        pad: None,
+                        threads,
+                        pin,
+                    };
+                    check_guarded(&src, &dst, run).unwrap();
+                }
+            }
+        }
+    }
+}

@@ -97,19 +97,19 @@ impl Emitter<'_> {
             Kernel::Zip {
                 tile,
                 write: ZipWrite::StreamedTile,
-            } => self.staged_run(SINGLE, tile.elements(), Strips::Interleave, tile, s, d),
+            } => self.staged_run(SINGLE, 1, Strips::Interleave, tile, s, d),
             Kernel::Zip {
                 tile,
-                write: ZipWrite::StreamedRun { steps },
-            } => self.staged_run(steps, tile.elements(), Strips::Interleave, tile, s, d),
+                write: ZipWrite::StreamedRun { steps, pieces },
+            } => self.staged_run(steps, pieces, Strips::Interleave, tile, s, d),
             Kernel::Unzip {
                 tile,
                 write: UnzipWrite::InPlace,
             } => self.zip(tile, Strips::Deinterleave, s, d),
             Kernel::Unzip {
                 tile,
-                write: UnzipWrite::StreamedRun { steps },
-            } => self.staged_run(steps, tile.elements(), Strips::Deinterleave, tile, s, d),
+                write: UnzipWrite::StreamedRun { steps, pieces },
+            } => self.staged_run(steps, pieces, Strips::Deinterleave, tile, s, d),
             Kernel::Unzip {
                 tile,
                 write: UnzipWrite::StreamedStrips,
@@ -364,22 +364,34 @@ impl Emitter<'_> {
     }
 
     /// The zips or unzips of `steps` (a single one for [`SINGLE`]) into the staging buffer,
-    /// whose destination blocks of `block` elements continue one another (`steps.dst_stride` is
-    /// `block`), then the joined run streamed out to `d` by one call of the streaming routine.
+    /// whose destination blocks continue one another (`steps.dst_stride` is the tile's element
+    /// count), then the joined run streamed out to `d` by one call of the streaming routine.
+    /// Steps cut into `pieces` are visited a chunk of each piece in turn ([`Kernel::pieces`]).
     /// The tiles themselves store plainly, their element-wise tails included.
+    ///
+    /// [`Kernel::pieces`]: crate::plan::Kernel::pieces
     fn staged_run(
         &mut self,
         steps: Loop,
-        block: usize,
+        pieces: usize,
         strips: Strips,
         tile: ZipTile,
         s: Value,
         d: Value,
     ) {
+        let block = tile.elements();
+        let zip = move |e: &mut Self, s: Value, d: Value| e.zip(tile, strips, s, d);
         self.staged_streamed(SINGLE, steps.extent * block, d, |e, stage| {
-            match steps.extent {
-                1 => e.zip(tile, strips, s, stage),
-                _ => e.fixed_loop(steps, s, stage, |e, s, d| e.zip(tile, strips, s, d)),
+            match (steps.extent, pieces) {
+                (1, _) => zip(e, s, stage),
+                (_, 1) => e.fixed_loop(steps, s, stage, zip),
+                _ => {
+                    let [chunks, side_by_side, chunk] =
+                        pieces_side_by_side(steps, pieces, block * e.src_size as usize);
+                    e.fixed_loop(chunks, s, stage, |e, s, d| {
+                        e.fixed_loop(side_by_side, s, d, |e, s, d| e.fixed_loop(chunk, s, d, zip))
+                    });
+                }
             }
         });
     }
@@ -589,4 +601,24 @@ impl Emitter<'_> {
             self.nest(&[rest, short], Kernel::Element, s, d);
         }
     }
+}
+
+/// Source bytes a staged run reads from one of its pieces before it turns to the next: four
+/// cache lines, as the streaming routine reads long rows.
+const PIECE_CHUNK_BYTES: usize = 256;
+
+/// The loops that visit `steps` cut into `pieces` equal pieces side by side, outermost first:
+/// the chunks along a piece, the pieces, and the steps of one chunk (as many as read about
+/// [`PIECE_CHUNK_BYTES`] of source at `step_bytes` a step, and divide a piece).
+fn pieces_side_by_side(steps: Loop, pieces: usize, step_bytes: usize) -> [Loop; 3] {
+    let per_piece = steps.extent / pieces;
+    let mut chunk = (PIECE_CHUNK_BYTES / step_bytes.max(1)).clamp(1, per_piece);
+    while !per_piece.is_multiple_of(chunk) {
+        chunk -= 1;
+    }
+    [
+        steps.stepping(chunk, per_piece / chunk),
+        steps.stepping(per_piece, pieces),
+        steps.with_extent(chunk),
+    ]
 }

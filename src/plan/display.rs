@@ -126,14 +126,19 @@ impl Nest<'_, '_> {
                 ..
             } if rows.extent > 1 => self.open(rows)?,
             Kernel::Zip {
-                write: ZipWrite::StreamedRun { steps },
+                write: ZipWrite::StreamedRun { steps, pieces },
                 ..
             }
             | Kernel::Unzip {
-                write: UnzipWrite::StreamedRun { steps },
+                write: UnzipWrite::StreamedRun { steps, pieces },
                 ..
             } => {
                 self.line(format_args!("{}", staged(Flush::Streamed, 1)))?;
+                if pieces > 1 {
+                    self.line(format_args!(
+                        "read as {pieces} pieces side by side, a few lines of each in turn:"
+                    ))?;
+                }
                 self.open(steps)?;
             }
             Kernel::Zip {

@@ -209,6 +209,9 @@ pub enum ZipWrite {
     StreamedRun {
         /// The steps staged together.
         steps: Loop,
+        /// Into how many equal pieces the steps are cut, read side by side (see
+        /// [`Kernel::pieces`]); 1 reads them in order.
+        pieces: usize,
     },
 }
 
@@ -222,6 +225,9 @@ pub enum UnzipWrite {
     StreamedRun {
         /// The steps staged together.
         steps: Loop,
+        /// Into how many equal pieces the steps are cut, read side by side (see
+        /// [`Kernel::pieces`]); 1 reads them in order.
+        pieces: usize,
     },
     /// The strips into the staging buffer, one row of `long.extent` elements per strip, then
     /// streamed out by one call as `short.extent` rows `short.dst_stride` apart: for strips
@@ -281,11 +287,11 @@ impl Kernel {
             } => tile.elements(),
             Kernel::Zip {
                 tile,
-                write: ZipWrite::StreamedRun { steps },
+                write: ZipWrite::StreamedRun { steps, .. },
             }
             | Kernel::Unzip {
                 tile,
-                write: UnzipWrite::StreamedRun { steps },
+                write: UnzipWrite::StreamedRun { steps, .. },
             } => tile.elements() * steps.extent,
             _ => return None,
         })
@@ -318,6 +324,27 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Into how many pieces a staged zip or unzip cuts its steps (1 for every other kernel).
+    /// Where the steps read one contiguous stream of source, a run of four pages is read as
+    /// four pieces of a page side by side, a few lines of each in turn, so that the hardware
+    /// prefetchers, which follow a stream only within its page, work on four pages at once
+    /// (as the streaming routine reads long rows; see `runtime`).
+    pub fn pieces(&self) -> usize {
+        match *self {
+            Kernel::Zip {
+                write: ZipWrite::StreamedRun { pieces, .. },
+                ..
+            }
+            | Kernel::Unzip {
+                write: UnzipWrite::StreamedRun { pieces, .. },
+                ..
+            } => pieces,
+            _ => 1,
+        }
+    }
+}
+
 impl CopyWrite {
     /// The rows of one call: `rows` when streamed, a single run otherwise.
     pub fn rows(&self) -> Loop {
@@ -333,7 +360,7 @@ impl ZipWrite {
     pub fn steps(&self) -> Loop {
         match *self {
             ZipWrite::InPlace | ZipWrite::StreamedTile => SINGLE,
-            ZipWrite::StreamedRun { steps } => steps,
+            ZipWrite::StreamedRun { steps, .. } => steps,
         }
     }
 }
@@ -343,7 +370,7 @@ impl UnzipWrite {
     pub fn steps(&self) -> Loop {
         match *self {
             UnzipWrite::InPlace | UnzipWrite::StreamedStrips => SINGLE,
-            UnzipWrite::StreamedRun { steps } => steps,
+            UnzipWrite::StreamedRun { steps, .. } => steps,
         }
     }
 }

@@ -149,8 +149,27 @@ pub enum LargeWrites {
     /// staging buffer and stream.
     #[default]
     Streamed,
+    /// As [`LargeWrites::Streamed`], and staged zips and unzips whose steps read one
+    /// contiguous stream of source (odd/even strips) stage four times as many steps and read
+    /// them as four pieces side by side, a few lines of each in turn ([`Kernel::pieces`]): the
+    /// hardware prefetchers follow a stream only within its page. On a 2-core Intel Xeon VM
+    /// (family 6, model 167), in three alternating runs of each build (`relayout bench`),
+    /// odd/even strips of f32 went from 7.8–8.9 GB/s to 9.7–10.8 that way, and back from
+    /// 7.5–9.0 to 9.6–11.4, of bf16 from 7.0–8.3 to 8.8–9.0 and back from 7.1–8.9 to 9.4–10.4;
+    /// on a Zen 4 VM a C model of odd/even strips staged in 16 KiB runs read in order had lost
+    /// to 4 KiB ones (12.3 GB/s against 22.5), so this is a candidate of tuning, not the default.
+    ///
+    /// [`Kernel::pieces`]: crate::plan::Kernel::pieces
+    StreamedInPieces,
     /// Ordinary stores.
     Stored,
+}
+
+impl LargeWrites {
+    /// Whether large destinations are written with streaming stores.
+    pub fn streams(self) -> bool {
+        self != LargeWrites::Stored
+    }
 }
 
 /// How a transpose stores its blocks.
@@ -434,8 +453,10 @@ impl Tiling {
 
 impl Tactics {
     /// The tactics worth measuring against each other, ranked: tuning measures them in this
-    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then
-    /// staged blocks streamed out in the two orders that most often beat it on a 2-core AMD EPYC
+    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then the
+    /// default with staged zips and unzips that read one stream of source read in pieces side
+    /// by side ([`LargeWrites::StreamedInPieces`]; it plans what the default plans for every
+    /// other kernel, so it costs no measurement there); then staged blocks streamed out in the two orders that most often beat it on a 2-core AMD EPYC
     /// (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then the default with
     /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
@@ -458,8 +479,9 @@ impl Tactics {
     /// cache from one run to the next (`relayout bench`, one run each).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 20] = [
+    pub const CANDIDATES: [Tactics; 21] = [
         Tactics::fitted(LargeWrites::Streamed),
+        Tactics::fitted(LargeWrites::StreamedInPieces),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fitted(LargeWrites::Stored),
@@ -557,6 +579,7 @@ impl fmt::Display for Tactics {
         }
         let large = match self.large_writes {
             LargeWrites::Streamed => "streamed",
+            LargeWrites::StreamedInPieces => "streamed in pieces",
             LargeWrites::Stored => "stored",
         };
         write!(f, ", large {large}")?;
@@ -610,6 +633,7 @@ impl FromStr for Tactics {
         };
         let large_writes = match get("large")? {
             "streamed" => LargeWrites::Streamed,
+            "streamed in pieces" => LargeWrites::StreamedInPieces,
             "stored" => LargeWrites::Stored,
             other => return Err(bad(format!("large writes '{other}'"))),
         };

@@ -277,8 +277,8 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
                     && tile.long.dst_stride == k,
                 &format!("a zip interleaves its strips into the destination: {tile:?}"),
             )?;
-            if let ZipWrite::StreamedRun { steps } = write {
-                continued(tile, steps)?;
+            if let ZipWrite::StreamedRun { steps, pieces } = write {
+                continued(tile, steps, pieces)?;
             }
             Ok(())
         }
@@ -292,14 +292,14 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
                     && tile.long.dst_stride == 1,
                 &format!("an unzip reads its strips interleaved: {tile:?}"),
             )?;
-            if let UnzipWrite::StreamedRun { steps } = write {
+            if let UnzipWrite::StreamedRun { steps, pieces } = write {
                 if tile.short.dst_stride != tile.long.extent as i64 {
                     return Err((
                         Rule::StagedRun,
                         format!("a staged unzip's strips must be contiguous: {tile:?}"),
                     ));
                 }
-                continued(tile, steps)?;
+                continued(tile, steps, pieces)?;
             }
             Ok(())
         }
@@ -319,8 +319,15 @@ fn strips(tile: ZipTile) -> RegionCheck {
     }
 }
 
-/// The steps of a staged run write one contiguous run: each step's block follows the last.
-fn continued(tile: ZipTile, steps: Loop) -> RegionCheck {
+/// The steps of a staged run write one contiguous run: each step's block follows the last; and
+/// they cut into their pieces evenly.
+fn continued(tile: ZipTile, steps: Loop, pieces: usize) -> RegionCheck {
+    if pieces == 0 || !steps.extent.is_multiple_of(pieces) {
+        return Err((
+            Rule::StagedRun,
+            format!("{} staged steps in {pieces} equal pieces", steps.extent),
+        ));
+    }
     if steps.dst_stride == tile.elements() as i64 {
         Ok(())
     } else {
