@@ -804,7 +804,7 @@ pub struct BlockingSummary {
     /// Whether transpose blocks into large destinations are staged and streamed out
     /// ([`BlockWrite::Streamed`]).
     pub stream: bool,
-    /// Whether copies, zips and unzips into large destinations stream ([`LargeWrites`]).
+    /// Whether copies, zips and unzips into large destinations stream ([`LargeWrites`](crate::plan::LargeWrites)).
     pub stream_copies: bool,
     /// Whether transpose tiles are walked across the source rows ([`Walk::Across`]).
     pub across: bool,
