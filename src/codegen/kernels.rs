@@ -603,16 +603,15 @@ impl Emitter<'_> {
     }
 }
 
-/// Source bytes a staged run reads from one of its pieces before it turns to the next: four
-/// cache lines, as the streaming routine reads long rows.
-const PIECE_CHUNK_BYTES: usize = 256;
-
 /// The loops that visit `steps` cut into `pieces` equal pieces side by side, outermost first:
 /// the chunks along a piece, the pieces, and the steps of one chunk (as many as read about
-/// [`PIECE_CHUNK_BYTES`] of source at `step_bytes` a step, and divide a piece).
+/// [`CHUNK_BYTES`] of source at `step_bytes` a step, as the streaming routine reads long rows,
+/// and divide a piece).
+///
+/// [`CHUNK_BYTES`]: crate::runtime::CHUNK_BYTES
 fn pieces_side_by_side(steps: Loop, pieces: usize, step_bytes: usize) -> [Loop; 3] {
     let per_piece = steps.extent / pieces;
-    let mut chunk = (PIECE_CHUNK_BYTES / step_bytes.max(1)).clamp(1, per_piece);
+    let mut chunk = (crate::runtime::CHUNK_BYTES / step_bytes.max(1)).clamp(1, per_piece);
     while !per_piece.is_multiple_of(chunk) {
         chunk -= 1;
     }

@@ -322,9 +322,7 @@ impl Kernel {
             }
         )
     }
-}
 
-impl Kernel {
     /// Into how many pieces a staged zip or unzip cuts its steps (1 for every other kernel).
     /// Where the steps read one contiguous stream of source, a run of four pages is read as
     /// four pieces of a page side by side, a few lines of each in turn, so that the hardware

@@ -32,7 +32,7 @@ const STAGED_RUN_BYTES: usize = 4096;
 /// straight through and at 12.3 reading four pages side by side, 256 bytes of each in turn;
 /// there the suite's odd/even strips, which read one stream, ran at 7.6 GB/s, where XLA's
 /// `T(8,128)` tiles, which read eight rows at once, ran at 12.6.
-const STAGED_PIECES: usize = 4;
+const STAGED_PIECES: usize = crate::runtime::PIECES_AT_ONCE;
 
 /// What one region is planned for.
 #[derive(Clone, Copy)]

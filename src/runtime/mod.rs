@@ -111,11 +111,13 @@ const LINE_BYTES: usize = crate::target::HOST_LINE_BYTES;
 /// of the hardware prefetchers, which follow a stream only within its page.
 const PIECE_BYTES: usize = 4096;
 
-/// How many pieces of a long row [`stream_lines`] reads side by side.
-const PIECES_AT_ONCE: usize = 4;
+/// How many pieces of a long row [`stream_lines`] reads side by side; staged zips and unzips
+/// that read in pieces cut their runs into as many.
+pub(crate) const PIECES_AT_ONCE: usize = 4;
 
-/// Bytes [`stream_lines`] moves from one piece before it turns to the next: four lines.
-const CHUNK_BYTES: usize = 256;
+/// Bytes [`stream_lines`] moves from one piece before it turns to the next (four lines), and
+/// the source bytes staged zips and unzips read from one piece before they turn.
+pub(crate) const CHUNK_BYTES: usize = 256;
 
 /// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines through [`stream_lines`],
 /// nothing but loads and streaming stores, any other row through [`copy_row`].
