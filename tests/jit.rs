@@ -696,8 +696,7 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     let ordinary = Plan::with_tactics(&src, &dst, 4, ordinary, host).unwrap();
     assert!(!ordinary.streams(), "{ordinary}");
     // Those are two of the four plans the candidates give, the third streaming in the
-    // destination's loop order, the fourth with ordinary stores in the source's: four runs
-    // each.
+    // destination's loop order, the fourth with ordinary stores in the source's.
     use relayout::plan::LoopOrder;
     let by_destination = Tactics::default().ordered(LoopOrder::Destination);
     let by_destination = Plan::with_tactics(&src, &dst, 4, by_destination, host).unwrap();
@@ -707,7 +706,21 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     let by_source = Plan::with_tactics(&src, &dst, 4, by_source, host).unwrap();
     assert!(!by_source.streams(), "{by_source}");
     assert_ne!(by_source, ordinary);
-    assert_eq!(tune_to_the_end(&src, &dst), 16);
+    let distinct: Vec<Plan> = Tactics::CANDIDATES
+        .iter()
+        .fold(Vec::new(), |mut plans, &t| {
+            let plan = Plan::with_tactics(&src, &dst, 4, t, host).unwrap();
+            if !plans.contains(&plan) {
+                plans.push(plan);
+            }
+            plans
+        });
+    assert_eq!(distinct.len(), 4);
+    // A warm-up run and three trials each; or, when the first run takes 20 ms or more (as it
+    // can on a slow machine, faulting in the destination's pages), three trials each and the
+    // default's untimed first run.
+    let runs = tune_to_the_end(&src, &dst);
+    assert!(runs == 4 * 4 || runs == 4 * 3 + 1, "{runs} runs");
 }
 
 #[test]
