@@ -292,7 +292,7 @@ impl Options {
     /// and unzips stream): compile each distinct candidate ([`Tactics::CANDIDATES`], ranked),
     /// run them on the first runs (every candidate is a correct kernel, so those runs do the
     /// real work), then keep the fastest (another candidate replaces the default only where it
-    /// is faster by a tenth). Each measured candidate runs one to four times in a
+    /// is faster by a tenth). Each measured candidate runs one to seven times in a
     /// row, a first warm-up run not counted (where runs are shorter than 20 ms); the runs stay
     /// within [`Options::tune_budget`] (two candidates are always measured), so for the largest
     /// tensors only the first candidates in rank are measured. The choice is remembered for the
@@ -308,7 +308,7 @@ impl Options {
     pub const DEFAULT_TUNE_BUDGET: Duration = Duration::from_millis(400);
 
     /// How long the runs that tune a relayout ([`Options::tune`]) may take in all, about: the
-    /// first run shows how long one takes, and the budget then buys up to three timed runs of
+    /// default's second run shows how long one takes, and the budget then buys up to six timed runs of
     /// every candidate (after a warm-up run each, for runs under 20 ms), or one of each, or one
     /// of as many candidates as fit in rank order (never fewer than two candidates, whatever
     /// the budget); measuring stops once the runs have spent it.

@@ -134,7 +134,7 @@ pub struct BenchArgs {
     #[arg(long)]
     no_tune: bool,
     /// How long the runs that tune each kernel may take, in milliseconds, about
-    /// (`Options::tune_budget`): up to three timed runs of every candidate, or one of each, or
+    /// (`Options::tune_budget`): up to six timed runs of every candidate, or one of each, or
     /// one of as many candidates as fit in rank order, never fewer than two candidates.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_TUNE_BUDGET_MS, conflicts_with = "no_tune")]
     tune_budget: u64,
