@@ -308,10 +308,10 @@ impl Options {
     pub const DEFAULT_TUNE_BUDGET: Duration = Duration::from_millis(400);
 
     /// How long the runs that tune a relayout ([`Options::tune`]) may take in all, about: the
-    /// default's second run shows how long one takes, and the budget then buys up to six timed runs of
-    /// every candidate (after a warm-up run each, for runs under 20 ms), or one of each, or one
-    /// of as many candidates as fit in rank order (never fewer than two candidates, whatever
-    /// the budget); measuring stops once another run would overrun it.
+    /// default's second run shows how long one takes, and the budget then buys up to six timed
+    /// runs of every candidate (after a warm-up run each, for runs under 20 ms), or one of each,
+    /// or one of as many candidates as fit in rank order (never fewer than two candidates,
+    /// whatever the budget); measuring stops once another run would overrun it.
     ///
     /// ```
     /// use std::time::Duration;

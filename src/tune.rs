@@ -16,13 +16,14 @@
 //! The runs spend a time budget (`Options::tune_budget`), like HPTT's limit on its `MEASURE`
 //! search: the default's first timed run (its second: the first may fault in the caller's fresh
 //! pages) shows how long one takes, and the budget then buys up to six trials of every
-//! candidate (after a warm-up run each), or one of each, or one of as many candidates
-//! as fit in their ranked order (the default first), never fewer than two candidates;
-//! measuring also stops once another run would overrun the budget (slower candidates than the
-//! fitting run foretold: the 488 MiB f64 transpose took 0.53–0.63 s to tune on a 2-core Intel
-//! Xeon VM, where the budget was 0.4 s, before this stopped a run early). Runs of 20 ms or more move far more than a last-level cache holds and need no
-//! warm-up. A 488 MiB f64 transpose, whose runs take 50–85 ms, measures the first four to seven
-//! candidates once each; a 24.5 MiB one measures them all, six trials each.
+//! candidate (after a warm-up run each), or one of each, or one of as many candidates as fit in
+//! their ranked order (the default first), never fewer than two candidates; measuring also
+//! stops once another run would overrun the budget (slower candidates than the fitting run
+//! foretold). Runs of 20 ms or more move far more than a last-level cache holds and need no
+//! warm-up. A 488 MiB f64 transpose, whose runs take 50–125 ms, measures the first few
+//! candidates once each (on a 2-core Intel Xeon VM, four in 0.53 s with the 0.4 s budget: the
+//! runs came out longer than the fitting run foretold); a 24.5 MiB one measures them all, up
+//! to six trials each.
 //!
 //! [`Tactics::CANDIDATES`]: crate::plan::Tactics::CANDIDATES
 
@@ -59,8 +60,8 @@ const LONG_RUN: Duration = Duration::from_millis(20);
 /// choice once every measured candidate has had its runs.
 ///
 /// The budget decides how many trials each candidate gets and how many candidates are
-/// measured, once a run has shown how long one takes ([`FITTED_ON_RUN`]): up to six trials of every
-/// candidate where the budget allows, else one each, else one of as many candidates as fit,
+/// measured, once a run has shown how long one takes ([`FITTED_ON_RUN`]): up to six trials of
+/// every candidate where the budget allows, else one each, else one of as many candidates as fit,
 /// taken in their order (the candidates come ranked, the default first), and never fewer than
 /// two candidates; measuring also stops once another run would overrun the budget.
 #[derive(Debug, Clone, PartialEq)]
