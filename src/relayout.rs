@@ -311,7 +311,9 @@ impl Options {
     /// default's second run shows how long one takes, and the budget then buys up to six timed
     /// runs of every candidate (after a warm-up run each, for runs under 20 ms), or one of each,
     /// or one of as many candidates as fit in rank order (never fewer than two candidates,
-    /// whatever the budget); measuring stops once another run would overrun it.
+    /// whatever the budget). It keeps room for one run four times as long as the default's
+    /// (some candidates run that slowly on tensors far larger than the caches), and measuring
+    /// stops once another run would overrun it.
     ///
     /// ```
     /// use std::time::Duration;
