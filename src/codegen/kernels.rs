@@ -10,6 +10,7 @@ use crate::plan::{
     CopyWrite, Flush, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
     ZipWrite, SINGLE,
 };
+use crate::runtime::BlockTranspose;
 
 /// Zip and unzip groups up to this many are straight-line code rather than a loop.
 const MAX_UNROLLED_TILES: usize = 4;
@@ -216,9 +217,7 @@ impl Emitter<'_> {
     /// [`across`](Walk::Across) the source rows, each step along `a` transposes the whole strip,
     /// so every destination run is written at once.
     fn transpose(&mut self, tile: TransposeTile, s: Value, d: Value) {
-        let TransposeTile {
-            a, b, lanes, walk, ..
-        } = tile;
+        let TransposeTile { a, b, lanes, .. } = tile;
         let l = lanes as i64;
         let (whole_a, whole_b) = (a.extent / lanes, b.extent / lanes);
         let tiles_a = Loop {
@@ -248,15 +247,7 @@ impl Emitter<'_> {
         });
         let tiles =
             |e: &mut Self, g: usize, s: Value, d: Value| e.transpose_tiles(a, b, lanes, g, s, d);
-        // A strip only a few tiles across goes across, so that each destination run is written
-        // at once; unless its source rows all start in one L1 set, where reading a little of
-        // every row evicts each line before its next read (f32 → i8 weights, 4096 × 4096 into
-        // 16-row blocks, ran at 5.5–6.2 GB/s across and 7.0–8.6 along on a 2-core Zen 4 VM).
-        let row_bytes = (b.src_stride * self.src_size).unsigned_abs() as usize;
-        let across = match walk {
-            Walk::Across => true,
-            Walk::Along => whole_b <= MAX_UNROLLED_TILES && self.target.start_sets(row_bytes) > 1,
-        };
+        let across = self.goes_across(tile);
         for (g, tiles_b, first) in steps {
             let (s, d) = self.advance(s, d, (first * b.src_stride, first));
             self.indexed_by(first * b.index_stride, |e| {
@@ -272,6 +263,23 @@ impl Emitter<'_> {
             });
         }
         self.tile_edges(a, b, whole_a * lanes, whole_b * lanes, s, d);
+    }
+
+    /// Whether the tiles of `tile` go across the source rows (each step along `a` transposes
+    /// the whole strip along `b`). A strip only a few tiles across goes across, so that each
+    /// destination run is written at once; unless its source rows all start in one L1 set,
+    /// where reading a little of every row evicts each line before its next read (f32 → i8
+    /// weights, 4096 × 4096 into 16-row blocks, ran at 5.5–6.2 GB/s across and 7.0–8.6 along
+    /// on a 2-core Zen 4 VM).
+    fn goes_across(&self, tile: TransposeTile) -> bool {
+        let row_bytes = (tile.b.src_stride * self.src_size).unsigned_abs() as usize;
+        match tile.walk {
+            Walk::Across => true,
+            Walk::Along => {
+                tile.b.extent / tile.lanes <= MAX_UNROLLED_TILES
+                    && self.target.start_sets(row_bytes) > 1
+            }
+        }
     }
 
     /// The elements of a transpose over `a` and `b` beyond its whole tiles, which cover the
@@ -330,7 +338,7 @@ impl Emitter<'_> {
             row_stride: b.src_stride * size,
         };
         let fill = |e: &mut Self, stage: Value| {
-            e.transpose(into_stage, s, stage);
+            e.fill_stage(into_stage, s, stage);
             e.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
         };
         match flush {
@@ -343,6 +351,31 @@ impl Emitter<'_> {
                     e.fixed_loop(rows, stage, d, |e, s, d| e.copy(s, d, row_bytes));
                 });
             }
+        }
+    }
+
+    /// The transpose `tile` into the staging buffer at `stage`: by a call of the runtime's block
+    /// transpose where the elements move as they are (no conversion in registers) and the
+    /// tiles are whole vectors of contiguous source elements, else by tiles emitted here.
+    fn fill_stage(&mut self, tile: TransposeTile, s: Value, stage: Value) {
+        let size = self.src_size;
+        let plain = self.route.is_none() && self.table.is_none() && self.dst_size == size;
+        let vectors = tile.a.src_stride == 1
+            && tile.b.dst_stride == 1
+            && tile.lanes as i64 * size == VECTOR_BYTES as i64;
+        let routine = BlockTranspose::of(size as usize, self.goes_across(tile));
+        match routine.filter(|_| plain && vectors) {
+            Some(t) => {
+                let routine = self.block_transpose_routine(t);
+                let shape = [
+                    tile.a.extent as i64,
+                    tile.b.extent as i64,
+                    tile.b.src_stride * size,
+                    tile.a.dst_stride * size,
+                ];
+                self.call_stream_rows(routine, s, stage, shape);
+            }
+            None => self.transpose(tile, s, stage),
         }
     }
 

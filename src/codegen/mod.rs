@@ -34,7 +34,7 @@ use convert::TableRead;
 
 use crate::convert::Arithmetic;
 use crate::plan::{Packed, Plan, Region};
-use crate::runtime::RowConversion;
+use crate::runtime::{BlockTranspose, RowConversion};
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -60,14 +60,24 @@ pub(crate) const PREFETCH_ROWS_NAME: UserExternalName = UserExternalName {
     index: 1,
 };
 
+/// The name by which generated code calls the runtime's block transpose `t`: the JIT module
+/// declares them third, in the order of [`BlockTranspose::ALL`].
+pub(crate) fn block_transpose_name(t: BlockTranspose) -> UserExternalName {
+    UserExternalName {
+        namespace: 0,
+        index: 2 + t.position() as u32,
+    }
+}
+
 /// The name by which generated code calls the runtime's routine for `c`: the JIT module
-/// declares the row conversions the host has after the streaming routine, in the order of
+/// declares the row conversions the host has after the block transposes, in the order of
 /// [`RowConversion::ALL`] (the host has all of them or none).
 pub(crate) fn row_conversion_name(c: RowConversion) -> UserExternalName {
     let position = RowConversion::ALL.iter().position(|&x| x == c);
     UserExternalName {
         namespace: 0,
-        index: 2 + position.expect("every row conversion is in ALL") as u32,
+        index: (2 + BlockTranspose::ALL.len() + position.expect("every row conversion is in ALL"))
+            as u32,
     }
 }
 
@@ -230,6 +240,11 @@ impl Emitter<'_> {
     /// The runtime's prefetching routine, imported on first use.
     fn prefetch_routine(&mut self) -> FuncRef {
         self.routine(PREFETCH_ROWS_NAME)
+    }
+
+    /// The runtime's block transpose `t`, imported on first use.
+    fn block_transpose_routine(&mut self, t: BlockTranspose) -> FuncRef {
+        self.routine(block_transpose_name(t))
     }
 
     /// The runtime's routine for the row conversion `c`, imported on first use.
