@@ -67,7 +67,8 @@ pub struct Tactics {
 pub enum LoopOrder {
     /// The planner's rule: around copies that stream, the source's order; around zips and
     /// unzips that stream, the destination's; around every other kernel, by the larger of each
-    /// loop's two strides, so both sides walk memory forwards in long runs as far as they can.
+    /// loop's two strides (on a tie, the larger source stride outside), so both sides walk
+    /// memory forwards in long runs as far as they can.
     /// Around a transpose, strips of destination runs outside the blocks along the source runs.
     #[default]
     Fitted,
