@@ -86,7 +86,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::InPlace,
-            } => self.transpose(tile, s, d),
+            } => self.transpose_block(tile, s, d),
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
@@ -338,7 +338,7 @@ impl Emitter<'_> {
             row_stride: b.src_stride * size,
         };
         let fill = |e: &mut Self, stage: Value| {
-            e.fill_stage(into_stage, s, stage);
+            e.transpose_block(into_stage, s, stage);
             e.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
         };
         match flush {
@@ -354,10 +354,11 @@ impl Emitter<'_> {
         }
     }
 
-    /// The transpose `tile` into the staging buffer at `stage`: by a call of the runtime's block
-    /// transpose where the elements move as they are (no conversion in registers) and the
-    /// tiles are whole vectors of contiguous source elements, else by tiles emitted here.
-    fn fill_stage(&mut self, tile: TransposeTile, s: Value, stage: Value) {
+    /// The transpose `tile` from `s` to `d` (the destination, or a staging buffer): by a call
+    /// of the runtime's block transpose where the elements move as they are (no conversion in
+    /// registers) and the tiles are whole vectors of contiguous source elements, else by tiles
+    /// emitted here.
+    fn transpose_block(&mut self, tile: TransposeTile, s: Value, d: Value) {
         let size = self.src_size;
         let plain = self.route.is_none() && self.table.is_none() && self.dst_size == size;
         let vectors = tile.a.src_stride == 1
@@ -373,9 +374,9 @@ impl Emitter<'_> {
                     tile.b.src_stride * size,
                     tile.a.dst_stride * size,
                 ];
-                self.call_stream_rows(routine, s, stage, shape);
+                self.call_stream_rows(routine, s, d, shape);
             }
-            None => self.transpose(tile, s, stage),
+            None => self.transpose(tile, s, d),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Routines the generated code calls: stores that bypass the cache (non-temporal stores) and
 //! prefetches, which Cranelift cannot emit, conversions of staged rows in vectors wider than
-//! Cranelift's ([`RowConversion`]), and the register tiles of staged transposes
+//! Cranelift's ([`RowConversion`]), and the register tiles of transposes
 //! ([`BlockTranspose`]), compiled once instead of into every kernel. Kernels for large destinations finish a block of the destination in a
 //! small staging buffer (or read a contiguous source run directly) and hand it to
 //! [`stream_rows`], once per block, which writes it out with streaming stores.

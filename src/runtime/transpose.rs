@@ -1,11 +1,12 @@
-//! Transposes of a staged block by the runtime: the register tiles of staged transposes of 1-
-//! and 2-byte elements, compiled ahead of time instead of emitted into every kernel.
+//! Transposes of a block by the runtime: the register tiles of transposes of 1- and 2-byte
+//! elements, compiled ahead of time instead of emitted into every kernel.
 //!
-//! A staged transpose fills its staging buffer with register tiles and the elements past the
-//! last whole tile, then streams or copies the buffer out. A 16 × 16-byte tile is 16 loads, 64
-//! shuffles and 16 stores, an 8 × 8 u16 one 48 shuffles; emitted by the code generator (once
-//! per region), those bodies were most of a kernel's code, and Cranelift's time grows with the
-//! code. Here they are one call per block (of 4–16 KiB, so the call costs nothing measurable).
+//! A transpose kernel moves a block with register tiles and the elements past the last whole
+//! tile, into the destination or into a staging buffer that it then streams or copies out. A
+//! 16 × 16-byte tile is 16 loads, 64 shuffles and 16 stores, an 8 × 8 u16 one 48 shuffles;
+//! emitted by the code generator (once per region), those bodies were most of a kernel's code,
+//! and Cranelift's time grows with the code. Here they are one call per block (of 4–16 KiB
+//! where blocks are staged, so the call costs nothing measurable).
 //! On a 2-core Intel Xeon VM (family 6, model 167), compiling the 8000² u8 transpose went from
 //! 651–684 to 190–203 µs and the u16 one from 370–397 to 218–232 (three alternating runs of
 //! 300 uncached compiles each), and in `relayout bench --no-tune` (three alternating runs of
@@ -13,7 +14,11 @@
 //! tiles and u16 at 0.97–0.98 against 0.97–0.99, where the CPU has AVX
 //! ([`transpose_block_vex`]); in SSE2's encoding alone, u8 ran at 0.65–0.70 against 0.70–0.78.
 //! Tiles of two 16-byte halves in AVX2 vectors (two tiles side by side) made u16 much slower
-//! (0.60–0.64).
+//! (0.60–0.64). Blocks transposed straight into the destination (tensors too small to stage,
+//! and tuning's candidates with ordinary stores) call the routines too: a 1000 × 3000 u8
+//! transpose compiled in 284–287 µs instead of 1331–1348 and ran at 0.65 of memcpy against
+//! 0.59–0.63, u16 in 264–284 µs against 557–571 at 0.57–0.66 against 0.63–0.70 (five
+//! alternating runs each; the same kernel's runs spread by 4% there).
 //!
 //! The 4 × 4 f32 and 2 × 2 f64 tiles (8 and 2 shuffles) stay emitted: the same routine for
 //! them, in SSE2's encoding, took 8000² f32 from 0.56–0.59 of memcpy to 0.44–0.47 and NCHW →
@@ -22,14 +27,14 @@
 //! [`BlockTranspose`] names the routines: one per element size and order of the tiles
 //! ([`Walk`](crate::plan::Walk)).
 
-/// A routine that transposes a block into the staging buffer: its element size and whether it
-/// visits the tiles across the source rows (each step along them finishes whole staging rows)
-/// or along them.
+/// A routine that transposes a block into the destination or a staging buffer (the stage): its
+/// element size and whether it visits the tiles across the source rows (each step along them
+/// finishes whole stage rows) or along them.
 ///
 /// The routine is called like the streaming routine, with six 64-bit arguments: the source
-/// block, the staging buffer, the block's extent along the source rows (`a`, the staging
-/// buffer's rows), its extent across them (`b`, the source rows), the bytes from one source row
-/// to the next and the bytes from one staging row to the next. Element `(i, j)` (`i` along `a`,
+/// block, the stage, the block's extent along the source rows (`a`, the stage's rows), its
+/// extent across them (`b`, the source rows), the bytes from one source row to the next and
+/// the bytes from one stage row to the next. Element `(i, j)` (`i` along `a`,
 /// `j` along `b`) goes from `src + j · src_stride + i · size` to `stage + i · stage_stride +
 /// j · size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
