@@ -45,6 +45,19 @@ pub(crate) struct BlockTranspose {
     pub(crate) across: bool,
 }
 
+/// The instance of the generic routine `$routine` for the element size and tile order of the
+/// [`BlockTranspose`] `$t`.
+macro_rules! instance {
+    ($routine:ident, $t:expr) => {
+        match ($t.elem_size, $t.across) {
+            (1, false) => $routine::<1, 16, false> as Routine,
+            (1, true) => $routine::<1, 16, true>,
+            (2, false) => $routine::<2, 8, false>,
+            _ => $routine::<2, 8, true>,
+        }
+    };
+}
+
 impl BlockTranspose {
     /// Every routine, in the order the JIT module declares them.
     pub(crate) const ALL: [BlockTranspose; 4] = [
@@ -95,12 +108,7 @@ impl BlockTranspose {
             Encoding::Baseline => Some(self.baseline()),
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex if std::is_x86_feature_detected!("avx") => {
-                Some(match (self.elem_size, self.across) {
-                    (1, false) => transpose_block_vex::<1, 16, false>,
-                    (1, true) => transpose_block_vex::<1, 16, true>,
-                    (2, false) => transpose_block_vex::<2, 8, false>,
-                    _ => transpose_block_vex::<2, 8, true>,
-                })
+                Some(instance!(transpose_block_vex, self))
             }
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex => None,
@@ -109,12 +117,7 @@ impl BlockTranspose {
 
     /// The routine in the architecture's baseline encoding.
     fn baseline(self) -> Routine {
-        match (self.elem_size, self.across) {
-            (1, false) => transpose_block::<1, 16, false>,
-            (1, true) => transpose_block::<1, 16, true>,
-            (2, false) => transpose_block::<2, 8, false>,
-            _ => transpose_block::<2, 8, true>,
-        }
+        instance!(transpose_block, self)
     }
 }
 
@@ -143,53 +146,53 @@ type Routine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
 /// Bytes of a register tile's rows.
 const TILE_BYTES: usize = 16;
 
-/// Transposes the block `a × b` of `SIZE`-byte elements at `src` into `stage` (see
-/// [`BlockTranspose`]): whole tiles of `LANES` (`16 / SIZE`) elements square, across or along
-/// the source rows as `ACROSS` says, then the elements past them one by one.
-///
-/// # Safety
-/// `src` must be valid for reads of every element of the block and `stage` for writes of every
-/// element it receives; the two must not overlap. Negative extents count as zero.
-unsafe extern "C" fn transpose_block<const SIZE: usize, const LANES: usize, const ACROSS: bool>(
-    src: *const u8,
-    stage: *mut u8,
-    a: i64,
-    b: i64,
-    src_stride: i64,
-    stage_stride: i64,
-) {
-    let block = Block::<SIZE, LANES, ACROSS>::new(src, stage, [a, b, src_stride, stage_stride]);
-    // SAFETY: forwarded from the caller.
-    unsafe { block.transpose() }
+/// Defines a routine of [`BlockTranspose`]'s signature, generic over the element size, the
+/// tile's lanes and the tiles' order, with the attributes given (its docs, its target features).
+macro_rules! block_transpose_routine {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        unsafe extern "C" fn $name<const SIZE: usize, const LANES: usize, const ACROSS: bool>(
+            src: *const u8,
+            stage: *mut u8,
+            a: i64,
+            b: i64,
+            src_stride: i64,
+            stage_stride: i64,
+        ) {
+            let shape = [a, b, src_stride, stage_stride];
+            let block = Block::<SIZE, LANES, ACROSS>::new(src, stage, shape);
+            // SAFETY: forwarded from the caller (who calls a routine with target features only
+            // where the CPU has them).
+            unsafe { block.transpose() }
+        }
+    };
 }
 
-/// [`transpose_block`] in AVX's three-operand (VEX) encoding of the same SSE2 shuffles. SSE2's
-/// encoding overwrites one input of each shuffle, and every pair of rows feeds two (its low and
-/// high halves), so the baseline build copies a register before each pair: on a 2-core Intel
-/// Xeon VM (family 6, model 167) the 8000² u8 transpose moved 0.65–0.70 of memcpy that way
-/// and 0.79–0.83 in this encoding, as fast as the tiles the code generator emits (0.80–0.81),
-/// in alternating `relayout bench --no-tune` runs.
-///
-/// # Safety
-/// As [`transpose_block`]; the CPU must have AVX.
+block_transpose_routine!(
+    /// Transposes the block `a × b` of `SIZE`-byte elements at `src` into `stage` (see
+    /// [`BlockTranspose`]): whole tiles of `LANES` (`16 / SIZE`) elements square, across or along
+    /// the source rows as `ACROSS` says, then the elements past them one by one.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of every element of the block and `stage` for writes of
+    /// every element it receives; the two must not overlap. Negative extents count as zero.
+    transpose_block
+);
+
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe extern "C" fn transpose_block_vex<
-    const SIZE: usize,
-    const LANES: usize,
-    const ACROSS: bool,
->(
-    src: *const u8,
-    stage: *mut u8,
-    a: i64,
-    b: i64,
-    src_stride: i64,
-    stage_stride: i64,
-) {
-    let block = Block::<SIZE, LANES, ACROSS>::new(src, stage, [a, b, src_stride, stage_stride]);
-    // SAFETY: forwarded from the caller, who calls this only where the CPU has AVX.
-    unsafe { block.transpose() }
-}
+block_transpose_routine!(
+    /// [`transpose_block`] in AVX's three-operand (VEX) encoding of the same SSE2 shuffles.
+    /// SSE2's encoding overwrites one input of each shuffle, and every pair of rows feeds two
+    /// (its low and high halves), so the baseline build copies a register before each pair: on
+    /// a 2-core Intel Xeon VM (family 6, model 167) the 8000² u8 transpose moved 0.65–0.70 of
+    /// memcpy that way and 0.79–0.83 in this encoding, as fast as the tiles the code generator
+    /// emits (0.80–0.81), in alternating `relayout bench --no-tune` runs.
+    ///
+    /// # Safety
+    /// As [`transpose_block`]; the CPU must have AVX.
+    #[target_feature(enable = "avx")]
+    transpose_block_vex
+);
 
 /// One call's block.
 #[derive(Clone, Copy)]
