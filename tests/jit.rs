@@ -226,20 +226,27 @@ fn large_transposes_stage_and_stream_by_default() {
 }
 
 #[test]
-fn transposes_of_bytes_and_halves_call_the_runtimes_tiles() {
+fn transposes_call_the_runtimes_tiles() {
     use relayout::{compile_relayout_with, DType, Options};
-    // Large u8 and u16 transposes stage their blocks through the runtime's block transpose,
-    // and small ones call it straight into the destination (a call, no shuffles in the
-    // kernel); both move every element where the reference does. f32 ones emit their tiles.
+    // Large transposes stage their blocks through the runtime's block transpose, and small
+    // ones call it straight into the destination (a call, no shuffles in the kernel); both move
+    // every element where the reference does. 4- and 8-byte elements take that path where the
+    // CPU has AVX's 32-byte vectors, and emit their 16-byte tiles elsewhere and where source
+    // and destination fit in 32 KiB.
+    #[cfg(target_arch = "x86_64")]
+    let wide = std::arch::is_x86_feature_detected!("avx");
+    #[cfg(not(target_arch = "x86_64"))]
+    let wide = false;
     let square = |side: usize| {
         let src = Layout::row_major(&[side, side]).unwrap();
         (src, Layout::col_major(&[side, side]).unwrap())
     };
-    for (src, dst) in [square(4100), square(100)] {
-        for dtype in [DType::U8, DType::U16, DType::F32] {
+    for (src, dst) in [square(4100), square(100), square(40)] {
+        for dtype in [DType::U8, DType::U16, DType::F32, DType::F64] {
             let kernel = compile_relayout_with(&src, &dst, Options::new().dtype(dtype)).unwrap();
             let ir = kernel.clif().unwrap();
-            let emits_tiles = dtype == DType::F32;
+            let in_l1 = 2 * src.size() * dtype.size() <= 32 << 10;
+            let emits_tiles = dtype.size() >= 4 && (!wide || in_l1);
             assert_eq!(ir.contains("shuffle"), emits_tiles, "{dtype:?}\n{ir}");
             assert_eq!(
                 ir.contains("call "),
@@ -249,6 +256,8 @@ fn transposes_of_bytes_and_halves_call_the_runtimes_tiles() {
         }
         check_pair_as::<u8>(&src, &dst, None);
         check_pair_as::<u16>(&src, &dst, None);
+        check_pair_as::<u32>(&src, &dst, None);
+        check_pair_as::<u64>(&src, &dst, None);
     }
 }
 

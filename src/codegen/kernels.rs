@@ -356,11 +356,16 @@ impl Emitter<'_> {
 
     /// The transpose `tile` from `s` to `d` (the destination, or a staging buffer): by a call
     /// of the runtime's block transpose where the elements move as they are (no conversion in
-    /// registers) and the tiles are whole vectors of contiguous source elements, else by tiles
-    /// emitted here.
+    /// registers), the tiles are whole vectors of contiguous source elements and the plan takes
+    /// its tiles from the runtime ([`Tiles`]), else by tiles emitted here.
+    ///
+    /// [`Tiles`]: super::Tiles
     fn transpose_block(&mut self, tile: TransposeTile, s: Value, d: Value) {
         let size = self.src_size;
-        let plain = self.route.is_none() && self.table.is_none() && self.dst_size == size;
+        let plain = self.route.is_none()
+            && self.table.is_none()
+            && self.dst_size == size
+            && self.tiles == super::Tiles::Runtime;
         let vectors = tile.a.src_stride == 1
             && tile.b.dst_stride == 1
             && tile.lanes as i64 * size == VECTOR_BYTES as i64;

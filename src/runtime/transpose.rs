@@ -20,12 +20,20 @@
 //! 0.59–0.63, u16 in 264–284 µs against 557–571 at 0.57–0.66 against 0.63–0.70 (five
 //! alternating runs each; the same kernel's runs spread by 4% there).
 //!
-//! The 4 × 4 f32 and 2 × 2 f64 tiles (8 and 2 shuffles) stay emitted: the same routine for
-//! them, in SSE2's encoding, took 8000² f32 from 0.56–0.59 of memcpy to 0.44–0.47 and NCHW →
-//! NHWC from 0.67–0.83 to 0.46–0.54 in alternating runs, while their compile time gained
-//! little (AVX's encoding was not tried for them).
+//! 4- and 8-byte elements go through the runtime only where the CPU has AVX: its 32-byte
+//! vectors hold 8 × 8 f32 and 4 × 4 f64 tiles ([`Wide`]), half the loads and stores of
+//! Cranelift's 16-byte tiles, which SSE2 alone cannot match (the 16-byte routine in SSE2's
+//! encoding took 8000² f32 from 0.56–0.59 of memcpy to 0.44–0.47). On the Intel Xeon VM, in
+//! three alternating `relayout bench --no-tune` runs of each build against the emitted 4 × 4
+//! and 2 × 2 tiles: 8000² f32 0.65 of memcpy against 0.60–0.61, 8192² f32 0.56–0.57 against
+//! 0.53–0.55, 512² f32 0.64–0.68 against 0.52–0.59, 8000² f64 0.74–0.77 against 0.69–0.71,
+//! NCHW → NCHW16c 0.75–0.80 against 0.63–0.72, the 256³ reversal 1.15–1.16 against 1.01–1.03;
+//! NCHW → NHWC 0.83–0.84 against 0.80–0.84; NHWC → NCHW 0.55–0.56 against 0.57–0.58; the
+//! kernels compiled 20–60 µs faster.
 //! [`BlockTranspose`] names the routines: one per element size and order of the tiles
 //! ([`Walk`](crate::plan::Walk)).
+
+use std::ops::Range;
 
 /// A routine that transposes a block into the destination or a staging buffer (the stage): its
 /// element size and whether it visits the tiles across the source rows (each step along them
@@ -39,42 +47,54 @@
 /// j · size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlockTranspose {
-    /// Bytes of an element: 1 or 2.
+    /// Bytes of an element: 1, 2, 4 or 8.
     pub(crate) elem_size: usize,
     /// Whether the tiles go across the source rows (tiles along `b` inside), else along them.
     pub(crate) across: bool,
 }
 
 /// The instance of the generic routine `$routine` for the element size and tile order of the
-/// [`BlockTranspose`] `$t`.
+/// [`BlockTranspose`] `$t`, whose tiles of 4- and 8-byte elements are `$four` and `$eight` (16-byte
+/// ones finish what those leave).
 macro_rules! instance {
-    ($routine:ident, $t:expr) => {
+    ($routine:ident, $t:expr, $four:ty, $eight:ty) => {
         match ($t.elem_size, $t.across) {
-            (1, false) => $routine::<1, 16, false> as Routine,
-            (1, true) => $routine::<1, 16, true>,
-            (2, false) => $routine::<2, 8, false>,
-            _ => $routine::<2, 8, true>,
+            (1, false) => $routine::<1, Narrow<1, 16>, Narrow<1, 16>, false> as Routine,
+            (1, true) => $routine::<1, Narrow<1, 16>, Narrow<1, 16>, true>,
+            (2, false) => $routine::<2, Narrow<2, 8>, Narrow<2, 8>, false>,
+            (2, true) => $routine::<2, Narrow<2, 8>, Narrow<2, 8>, true>,
+            (4, false) => $routine::<4, $four, Narrow<4, 4>, false>,
+            (4, true) => $routine::<4, $four, Narrow<4, 4>, true>,
+            (8, false) => $routine::<8, $eight, Narrow<8, 2>, false>,
+            _ => $routine::<8, $eight, Narrow<8, 2>, true>,
         }
     };
 }
 
 impl BlockTranspose {
     /// Every routine, in the order the JIT module declares them.
-    pub(crate) const ALL: [BlockTranspose; 4] = [
+    pub(crate) const ALL: [BlockTranspose; 8] = [
         BlockTranspose::new(1, false),
         BlockTranspose::new(1, true),
         BlockTranspose::new(2, false),
         BlockTranspose::new(2, true),
+        BlockTranspose::new(4, false),
+        BlockTranspose::new(4, true),
+        BlockTranspose::new(8, false),
+        BlockTranspose::new(8, true),
     ];
 
     const fn new(elem_size: usize, across: bool) -> BlockTranspose {
         BlockTranspose { elem_size, across }
     }
 
-    /// The routine for `elem_size`-byte elements, if the runtime has one.
+    /// The routine for `elem_size`-byte elements, if the runtime has one that beats emitted
+    /// tiles on this CPU: for 1- and 2-byte elements always, for 4- and 8-byte ones where it
+    /// has 32-byte vectors ([`Wide`] tiles).
     pub(crate) fn of(elem_size: usize, across: bool) -> Option<BlockTranspose> {
         let t = BlockTranspose::new(elem_size, across);
-        BlockTranspose::ALL.contains(&t).then_some(t)
+        let fast = elem_size <= 2 || Encoding::has_wide_tiles();
+        (BlockTranspose::ALL.contains(&t) && fast).then_some(t)
     }
 
     /// Where the routine comes in [`BlockTranspose::ALL`].
@@ -84,11 +104,15 @@ impl BlockTranspose {
 
     /// The symbol under which the JIT module resolves the routine.
     pub(crate) fn symbol(self) -> &'static str {
-        const SYMBOLS: [&str; 4] = [
+        const SYMBOLS: [&str; 8] = [
             "relayout_transpose_block_1_along",
             "relayout_transpose_block_1_across",
             "relayout_transpose_block_2_along",
             "relayout_transpose_block_2_across",
+            "relayout_transpose_block_4_along",
+            "relayout_transpose_block_4_across",
+            "relayout_transpose_block_8_along",
+            "relayout_transpose_block_8_across",
         ];
         SYMBOLS[self.position()]
     }
@@ -107,8 +131,8 @@ impl BlockTranspose {
         match encoding {
             Encoding::Baseline => Some(self.baseline()),
             #[cfg(target_arch = "x86_64")]
-            Encoding::Vex if std::is_x86_feature_detected!("avx") => {
-                Some(instance!(transpose_block_vex, self))
+            Encoding::Vex if Encoding::has_wide_tiles() => {
+                Some(instance!(transpose_block_vex, self, Wide<4>, Wide<8>))
             }
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex => None,
@@ -117,14 +141,15 @@ impl BlockTranspose {
 
     /// The routine in the architecture's baseline encoding.
     fn baseline(self) -> Routine {
-        instance!(transpose_block, self)
+        instance!(transpose_block, self, Narrow<4, 4>, Narrow<8, 2>)
     }
 }
 
 /// The instruction encodings the routines are compiled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Encoding {
-    /// AVX's three-operand (VEX) encoding of the SSE2 shuffles ([`transpose_block_vex`]).
+    /// AVX's three-operand (VEX) encoding of the SSE2 shuffles, and AVX's 32-byte tiles of 4-
+    /// and 8-byte elements ([`transpose_block_vex`]).
     #[cfg(target_arch = "x86_64")]
     Vex,
     /// What every CPU of the architecture runs.
@@ -132,6 +157,15 @@ enum Encoding {
 }
 
 impl Encoding {
+    /// Whether the CPU runs [`Encoding::Vex`], whose tiles of 4- and 8-byte elements are
+    /// [`Wide`].
+    fn has_wide_tiles() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return std::is_x86_feature_detected!("avx");
+        #[cfg(not(target_arch = "x86_64"))]
+        return false;
+    }
+
     /// Every encoding, the fastest first.
     const PREFERRED: [Encoding; if cfg!(target_arch = "x86_64") { 2 } else { 1 }] = [
         #[cfg(target_arch = "x86_64")]
@@ -147,11 +181,17 @@ type Routine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
 const TILE_BYTES: usize = 16;
 
 /// Defines a routine of [`BlockTranspose`]'s signature, generic over the element size, the
-/// tile's lanes and the tiles' order, with the attributes given (its docs, its target features).
+/// tiles (the largest, and the ones that finish the block's edges) and the tiles' order, with
+/// the attributes given (its docs, its target features).
 macro_rules! block_transpose_routine {
     ($(#[$attr:meta])* $name:ident) => {
         $(#[$attr])*
-        unsafe extern "C" fn $name<const SIZE: usize, const LANES: usize, const ACROSS: bool>(
+        unsafe extern "C" fn $name<
+            const SIZE: usize,
+            Large: Tile,
+            Small: Tile,
+            const ACROSS: bool,
+        >(
             src: *const u8,
             stage: *mut u8,
             a: i64,
@@ -160,18 +200,19 @@ macro_rules! block_transpose_routine {
             stage_stride: i64,
         ) {
             let shape = [a, b, src_stride, stage_stride];
-            let block = Block::<SIZE, LANES, ACROSS>::new(src, stage, shape);
+            let block = Block::<SIZE, ACROSS>::new(src, stage, shape);
             // SAFETY: forwarded from the caller (who calls a routine with target features only
             // where the CPU has them).
-            unsafe { block.transpose() }
+            unsafe { block.transpose::<Large, Small>() }
         }
     };
 }
 
 block_transpose_routine!(
     /// Transposes the block `a × b` of `SIZE`-byte elements at `src` into `stage` (see
-    /// [`BlockTranspose`]): whole tiles of `LANES` (`16 / SIZE`) elements square, across or along
-    /// the source rows as `ACROSS` says, then the elements past them one by one.
+    /// [`BlockTranspose`]): whole `Large` tiles, across or along the source rows as `ACROSS`
+    /// says, then whole `Small` tiles along the edges they leave, then the elements past those
+    /// one by one.
     ///
     /// # Safety
     /// `src` must be valid for reads of every element of the block and `stage` for writes of
@@ -181,7 +222,8 @@ block_transpose_routine!(
 
 #[cfg(target_arch = "x86_64")]
 block_transpose_routine!(
-    /// [`transpose_block`] in AVX's three-operand (VEX) encoding of the same SSE2 shuffles.
+    /// [`transpose_block`] in AVX's three-operand (VEX) encoding of the same SSE2 shuffles, and
+    /// with AVX's 32-byte tiles for 4- and 8-byte elements ([`Wide`]).
     /// SSE2's encoding overwrites one input of each shuffle, and every pair of rows feeds two
     /// (its low and high halves), so the baseline build copies a register before each pair: on
     /// a 2-core Intel Xeon VM (family 6, model 167) the 8000² u8 transpose moved 0.65–0.70 of
@@ -196,7 +238,7 @@ block_transpose_routine!(
 
 /// One call's block.
 #[derive(Clone, Copy)]
-struct Block<const SIZE: usize, const LANES: usize, const ACROSS: bool> {
+struct Block<const SIZE: usize, const ACROSS: bool> {
     src: *const u8,
     stage: *mut u8,
     a: usize,
@@ -205,7 +247,7 @@ struct Block<const SIZE: usize, const LANES: usize, const ACROSS: bool> {
     stage_stride: isize,
 }
 
-impl<const SIZE: usize, const LANES: usize, const ACROSS: bool> Block<SIZE, LANES, ACROSS> {
+impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
     fn new(src: *const u8, stage: *mut u8, [a, b, src_stride, stage_stride]: [i64; 4]) -> Self {
         Block {
             src,
@@ -227,42 +269,208 @@ impl<const SIZE: usize, const LANES: usize, const ACROSS: bool> Block<SIZE, LANE
             .wrapping_offset(i as isize * self.stage_stride + (j * SIZE) as isize)
     }
 
-    /// The whole tiles, then the elements past them.
+    /// The whole `Large` tiles, then whole `Small` tiles along the edges they leave, then the
+    /// elements past those. `Large` tiles are a whole number of `Small` ones on each side.
     ///
     /// # Safety
-    /// As [`transpose_block`].
+    /// As [`transpose_block`]; the CPU must have the tiles' features.
     #[inline(always)]
-    unsafe fn transpose(self) {
-        let (whole_a, whole_b) = (self.a / LANES * LANES, self.b / LANES * LANES);
-        let tile = |i: usize, j: usize| {
-            let (from, to) = (self.from(i, j), self.to(i, j));
-            // SAFETY: the tile's rows lie in the block, which the caller promises.
-            unsafe {
-                transpose_tile::<Vector, SIZE, LANES>(from, self.src_stride, to, self.stage_stride)
-            }
-        };
-        if ACROSS {
-            for i in (0..whole_a).step_by(LANES) {
-                for j in (0..whole_b).step_by(LANES) {
-                    tile(i, j);
-                }
-            }
-        } else {
-            for j in (0..whole_b).step_by(LANES) {
-                for i in (0..whole_a).step_by(LANES) {
-                    tile(i, j);
-                }
-            }
+    unsafe fn transpose<Large: Tile, Small: Tile>(self) {
+        let whole = |n: usize, lanes: usize| n / lanes * lanes;
+        let (large_a, large_b) = (whole(self.a, Large::LANES), whole(self.b, Large::LANES));
+        let (small_a, small_b) = (whole(self.a, Small::LANES), whole(self.b, Small::LANES));
+        // SAFETY: every tile lies in the block, which the caller promises.
+        unsafe {
+            self.tiles::<Large>(0..large_a, 0..large_b);
+            self.tiles::<Small>(large_a..small_a, 0..small_b);
+            self.tiles::<Small>(0..large_a, large_b..small_b);
         }
         let element = |i: usize, j: usize| {
             // SAFETY: element `(i, j)` is in the block, which the caller promises.
             unsafe { std::ptr::copy_nonoverlapping(self.from(i, j), self.to(i, j), SIZE) }
         };
-        for j in 0..whole_b {
-            (whole_a..self.a).for_each(|i| element(i, j));
+        for j in 0..small_b {
+            (small_a..self.a).for_each(|i| element(i, j));
         }
-        for j in whole_b..self.b {
+        for j in small_b..self.b {
             (0..self.a).for_each(|i| element(i, j));
+        }
+    }
+
+    /// The `T` tiles that start at `i` in `is` along the source rows and `j` in `js` across
+    /// them (both ranges whole tiles), across or along the source rows as `ACROSS` says.
+    ///
+    /// # Safety
+    /// Every tile must lie in the block; the CPU must have `T`'s features.
+    #[inline(always)]
+    unsafe fn tiles<T: Tile>(&self, is: Range<usize>, js: Range<usize>) {
+        let tile = |i: usize, j: usize| {
+            let (from, to) = (self.from(i, j), self.to(i, j));
+            // SAFETY: the caller's promise.
+            unsafe { T::transpose(from, self.src_stride, to, self.stage_stride) }
+        };
+        if ACROSS {
+            for i in is.step_by(T::LANES) {
+                js.clone().step_by(T::LANES).for_each(|j| tile(i, j));
+            }
+        } else {
+            for j in js.step_by(T::LANES) {
+                is.clone().step_by(T::LANES).for_each(|i| tile(i, j));
+            }
+        }
+    }
+}
+
+/// A square register tile of elements: `LANES` rows, `src_stride` bytes apart at the source,
+/// become its columns, rows `dst_stride` bytes apart at the destination.
+trait Tile {
+    /// Elements on a side.
+    const LANES: usize;
+
+    /// Transposes the tile at `src` into `dst`.
+    ///
+    /// # Safety
+    /// Each of the rows must be valid for the tile's width at both sides, and the sides must
+    /// not overlap; the CPU must have the tile's features.
+    unsafe fn transpose(src: *const u8, src_stride: isize, dst: *mut u8, dst_stride: isize);
+}
+
+/// A tile of 16-byte rows: `LANES` (`16 / SIZE`) elements of `SIZE` bytes on a side, shuffled
+/// in the architecture's baseline vectors ([`transpose_tile`]).
+struct Narrow<const SIZE: usize, const LANES: usize>;
+
+impl<const SIZE: usize, const LANES: usize> Tile for Narrow<SIZE, LANES> {
+    const LANES: usize = LANES;
+
+    #[inline(always)]
+    unsafe fn transpose(src: *const u8, src_stride: isize, dst: *mut u8, dst_stride: isize) {
+        // SAFETY: the caller's promise.
+        unsafe { transpose_tile::<Vector, SIZE, LANES>(src, src_stride, dst, dst_stride) }
+    }
+}
+
+/// A tile of 32-byte rows in AVX vectors: 8 × 8 elements of 4 bytes or 4 × 4 of 8. Unpacks
+/// interleave rows within each 16-byte half of a vector (4-byte units, then 8-byte ones for
+/// 4-byte elements), and a last step swaps halves between rows four apart (two for 8-byte
+/// elements): 24 shuffles for 64 f32, where the 16-byte tiles take 32 and twice the loads
+/// and stores.
+#[cfg(target_arch = "x86_64")]
+struct Wide<const SIZE: usize>;
+
+#[cfg(target_arch = "x86_64")]
+impl<const SIZE: usize> Tile for Wide<SIZE> {
+    const LANES: usize = 32 / SIZE;
+
+    #[inline(always)]
+    unsafe fn transpose(src: *const u8, src_stride: isize, dst: *mut u8, dst_stride: isize) {
+        let rows = WideRows {
+            src,
+            src_stride,
+            dst,
+            dst_stride,
+        };
+        // SAFETY: the caller's promise.
+        unsafe {
+            match SIZE {
+                4 => rows.transpose_8x8_f32(),
+                _ => rows.transpose_4x4_f64(),
+            }
+        }
+    }
+}
+
+/// Where a [`Wide`] tile's rows are read and its columns written.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct WideRows {
+    src: *const u8,
+    src_stride: isize,
+    dst: *mut u8,
+    dst_stride: isize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl WideRows {
+    /// Source row `k`.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`].
+    #[inline(always)]
+    unsafe fn load(self, k: isize) -> std::arch::x86_64::__m256 {
+        let p = self.src.wrapping_offset(k * self.src_stride);
+        // SAFETY: the caller's promise; the load accepts any alignment.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(p.cast()) }
+    }
+
+    /// Stores `v` as destination row `k`.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`].
+    #[inline(always)]
+    unsafe fn store(self, k: isize, v: std::arch::x86_64::__m256) {
+        let p = self.dst.wrapping_offset(k * self.dst_stride);
+        // SAFETY: the caller's promise; the store accepts any alignment.
+        unsafe { std::arch::x86_64::_mm256_storeu_ps(p.cast(), v) }
+    }
+
+    /// 8 × 8 elements of 4 bytes.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`].
+    #[inline(always)]
+    unsafe fn transpose_8x8_f32(self) {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's promise (AVX included).
+        unsafe {
+            let r: [__m256; 8] = std::array::from_fn(|k| self.load(k as isize));
+            // Pairs of rows interleaved by elements, within each half.
+            let t: [__m256; 8] = std::array::from_fn(|k| match k % 2 {
+                0 => _mm256_unpacklo_ps(r[k], r[k + 1]),
+                _ => _mm256_unpackhi_ps(r[k - 1], r[k]),
+            });
+            // Pairs of those interleaved by two elements: within each half, row `4q + c` holds
+            // column `c` of rows `4q` to `4q + 3`.
+            let u: [__m256; 8] = std::array::from_fn(|k| {
+                let (q, c) = (k / 4 * 4, k % 4);
+                let (x, y) = (t[q + c / 2], t[q + 2 + c / 2]);
+                match c % 2 {
+                    0 => _mm256_shuffle_ps::<0x44>(x, y),
+                    _ => _mm256_shuffle_ps::<0xEE>(x, y),
+                }
+            });
+            // Column `c` (and `c + 4` in the high halves) of the top and bottom four rows.
+            for c in 0..4 {
+                self.store(c as isize, _mm256_permute2f128_ps::<0x20>(u[c], u[c + 4]));
+                self.store(
+                    c as isize + 4,
+                    _mm256_permute2f128_ps::<0x31>(u[c], u[c + 4]),
+                );
+            }
+        }
+    }
+
+    /// 4 × 4 elements of 8 bytes.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`].
+    #[inline(always)]
+    unsafe fn transpose_4x4_f64(self) {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's promise (AVX included).
+        unsafe {
+            let r: [__m256d; 4] = std::array::from_fn(|k| _mm256_castps_pd(self.load(k as isize)));
+            // Pairs of rows interleaved, within each half: columns 0 and 2, then 1 and 3.
+            let t: [__m256d; 4] = std::array::from_fn(|k| match k % 2 {
+                0 => _mm256_unpacklo_pd(r[k], r[k + 1]),
+                _ => _mm256_unpackhi_pd(r[k - 1], r[k]),
+            });
+            for c in 0..2 {
+                let (low, high) = (t[c], t[c + 2]);
+                let column = _mm256_permute2f128_pd::<0x20>(low, high);
+                self.store(c as isize, _mm256_castpd_ps(column));
+                let column = _mm256_permute2f128_pd::<0x31>(low, high);
+                self.store(c as isize + 2, _mm256_castpd_ps(column));
+            }
         }
     }
 }
