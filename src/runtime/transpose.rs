@@ -654,17 +654,25 @@ mod tests {
         }
         for (t, encoding, routine) in routines {
             let size = t.elem_size;
-            let lanes = TILE_BYTES / size;
-            for a in [
+            // Extents around the 16-byte tiles and around the widest (32-byte rows).
+            let (lanes, widest) = (TILE_BYTES / size, 32 / size);
+            let along = [
                 0,
                 1,
                 lanes - 1,
                 lanes,
                 2 * lanes + 1,
                 3 * lanes + lanes / 2 + 1,
-                4 * lanes,
-            ] {
-                for b in [0, 1, lanes - 1, lanes, 2 * lanes + 1, 3 * lanes] {
+            ];
+            let across = [0, 1, lanes - 1, lanes, 2 * lanes + 1, 3 * lanes];
+            let wide = [
+                widest,
+                widest + lanes,
+                2 * widest + lanes / 2 + 3,
+                4 * widest,
+            ];
+            for a in along.into_iter().chain(wide) {
+                for b in across.into_iter().chain(wide) {
                     let src_stride = (a + 3) * size;
                     let stage_stride = (b + 5) * size;
                     let src: Vec<u8> = (0..b.max(1) * src_stride).map(|k| k as u8 ^ 0x5a).collect();
