@@ -29,7 +29,11 @@
 //! 0.53–0.55, 512² f32 0.64–0.68 against 0.52–0.59, 8000² f64 0.74–0.77 against 0.69–0.71,
 //! NCHW → NCHW16c 0.75–0.80 against 0.63–0.72, the 256³ reversal 1.15–1.16 against 1.01–1.03;
 //! NCHW → NHWC 0.83–0.84 against 0.80–0.84; NHWC → NCHW 0.55–0.56 against 0.57–0.58; the
-//! kernels compiled 20–60 µs faster.
+//! kernels compiled 20–60 µs faster. AVX-512's 64-byte vectors (16 × 16 f32 and 8 × 8 f64
+//! tiles, 64 and 24 shuffles) were slower there in alternating runs against these tiles: 8000²
+//! f32 0.63 of memcpy against 0.67–0.69, 512² 0.54–0.57 against 0.62, NCHW → NHWC 0.63–0.65
+//! against 0.83–0.84, the 256³ reversal 0.98–1.04 against 1.17–1.18; 8000² f64 0.75–0.79
+//! against 0.76–0.77.
 //! [`BlockTranspose`] names the routines: one per element size and order of the tiles
 //! ([`Walk`](crate::plan::Walk)).
 
