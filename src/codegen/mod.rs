@@ -223,24 +223,17 @@ enum Tiles {
     /// From the runtime's block transpose, where it has one for the element size
     /// ([`BlockTranspose::of`]).
     Runtime,
-    /// Emitted here, for 4- and 8-byte elements, where source and destination together fit in
-    /// [`Tiles::EMITTED_MAX_BYTES`]: in the L1 cache the call per block and the routine's loops
-    /// cost more than its 32-byte tiles save. On a 2-core Intel Xeon VM (family 6, model 167),
-    /// `relayout bench --no-tune`, two alternating runs each: 64² f32 0.21 of memcpy emitted
-    /// against 0.17 by the runtime, 128² 0.52–0.53 against 0.63–0.65, 256² 0.41–0.43 against
-    /// 0.48.
+    /// Emitted here, for 4- and 8-byte elements, where source and destination together hold
+    /// fewer bytes than the target's
+    /// [`runtime_tiles_min_bytes`](crate::Target::runtime_tiles_min_bytes).
     Emitted,
 }
 
 impl Tiles {
-    /// The most bytes of source and destination together whose 4- and 8-byte transposes emit
-    /// their tiles: the smaller L1 data caches of current x86-64 cores.
-    const EMITTED_MAX_BYTES: usize = 32 << 10;
-
     /// Where `plan`'s transposes get their tiles.
     fn of(plan: &Plan) -> Tiles {
         let bytes = plan.src_len() * plan.elem_size() + plan.dst_len() * plan.dst_elem_size();
-        match plan.elem_size() >= 4 && bytes <= Tiles::EMITTED_MAX_BYTES {
+        match plan.elem_size() >= 4 && bytes < plan.target().runtime_tiles_min_bytes {
             true => Tiles::Emitted,
             false => Tiles::Runtime,
         }

@@ -162,14 +162,16 @@ impl Pin {
         }
     }
 
-    /// Candidate `k` of `Tactics::CANDIDATES` on a target that streams from the first byte, so
-    /// that streamed copies and staged, streamed transposes, zips and unzips run on small
+    /// Candidate `k` of `Tactics::CANDIDATES` on a target that streams from the first byte and
+    /// takes the runtime's tiles for every transpose, so that streamed copies and staged,
+    /// streamed transposes, zips and unzips, and the runtime's 32-byte tiles, run on small
     /// layouts too.
     pub fn eager(k: usize) -> Pin {
         Pin {
             tactics: Tactics::CANDIDATES[k % Tactics::CANDIDATES.len()],
             target: Target {
                 stream_min_bytes: 0,
+                runtime_tiles_min_bytes: 0,
                 ..Target::host()
             },
         }
