@@ -60,12 +60,12 @@ pub struct Target {
     /// blocks larger than this are written in place instead.
     pub stage_limit_bytes: usize,
     /// Transposes of 4- and 8-byte elements whose source and destination together hold at
-    /// least this many bytes take their register tiles from the runtime's block transpose where
-    /// the CPU has AVX (32-byte tiles, one call per block); smaller ones, which fit in the L1
-    /// cache, where the call and the routine's loops cost more than its tiles save, emit
-    /// 16-byte tiles into the kernel. The tests set 0 to run the runtime's tiles on small
+    /// most this many bytes emit 16-byte register tiles into the kernel: they fit in the L1
+    /// cache, where a call of the runtime's block transpose and its loops cost more than its
+    /// tiles save. Larger ones take their tiles from the runtime where the CPU has AVX (32-byte
+    /// tiles, one call per block). The tests set 0 to run the runtime's tiles on small
     /// layouts.
-    pub runtime_tiles_min_bytes: usize,
+    pub emitted_tiles_max_bytes: usize,
 }
 
 impl Target {
@@ -88,7 +88,7 @@ impl Target {
     /// The host as relayout models it: Cranelift's 16-byte vectors, 64-byte lines, an L1 data
     /// cache of 64 sets (4 KiB a way, as in the 32–48 KiB L1 caches of current x86-64 cores),
     /// streaming from 8 MiB of destination, staging up to 64 KiB, the runtime's tiles for 4-
-    /// and 8-byte transposes from 32 KiB of source and destination (on a 2-core Intel Xeon VM,
+    /// and 8-byte transposes above 32 KiB of source and destination (on a 2-core Intel Xeon VM,
     /// family 6, model 167, `relayout bench --no-tune`, two alternating runs each: 64² f32 ran
     /// at 0.21 of memcpy with emitted tiles against 0.17 with the runtime's, 128² at 0.52–0.53
     /// against 0.63–0.65, 256² at 0.41–0.43 against 0.48).
@@ -99,7 +99,7 @@ impl Target {
             l1_sets: 64,
             stream_min_bytes: 8 << 20,
             stage_limit_bytes: 64 << 10,
-            runtime_tiles_min_bytes: 32 << 10,
+            emitted_tiles_max_bytes: 32 << 10,
         }
     }
 
@@ -115,18 +115,18 @@ impl Target {
 }
 
 impl std::fmt::Display for Target {
-    /// `vector 16, line 64, l1 sets 64, stream from 8388608, stage up to 65536, runtime tiles
-    /// from 32768` (bytes).
+    /// `vector 16, line 64, l1 sets 64, stream from 8388608, stage up to 65536, emitted tiles
+    /// up to 32768` (bytes).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "vector {}, line {}, l1 sets {}, stream from {}, stage up to {}, runtime tiles from {}",
+            "vector {}, line {}, l1 sets {}, stream from {}, stage up to {}, emitted tiles up to {}",
             self.vector_bytes,
             self.line_bytes,
             self.l1_sets,
             self.stream_min_bytes,
             self.stage_limit_bytes,
-            self.runtime_tiles_min_bytes
+            self.emitted_tiles_max_bytes
         )
     }
 }

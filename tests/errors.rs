@@ -647,13 +647,13 @@ fn degenerate_blockings_still_move_every_element() {
         l1_sets: 0,
         stream_min_bytes: 0,
         stage_limit_bytes: 0,
-        runtime_tiles_min_bytes: 0,
+        emitted_tiles_max_bytes: 0,
         ..host
     };
     let never = Target {
         stream_min_bytes: usize::MAX,
         stage_limit_bytes: usize::MAX,
-        runtime_tiles_min_bytes: usize::MAX,
+        emitted_tiles_max_bytes: usize::MAX,
         ..host
     };
     let pins = [

@@ -232,7 +232,7 @@ fn transposes_call_the_runtimes_tiles() {
     // ones call it straight into the destination (a call, no shuffles in the kernel); both move
     // every element where the reference does. 4- and 8-byte elements take that path where the
     // CPU has AVX's 32-byte vectors, and emit their 16-byte tiles elsewhere and where source
-    // and destination fit in the target's `runtime_tiles_min_bytes` (32 KiB).
+    // and destination fit in the target's `emitted_tiles_max_bytes` (32 KiB).
     #[cfg(target_arch = "x86_64")]
     let wide = std::arch::is_x86_feature_detected!("avx");
     #[cfg(not(target_arch = "x86_64"))]
@@ -241,12 +241,12 @@ fn transposes_call_the_runtimes_tiles() {
         let src = Layout::row_major(&[side, side]).unwrap();
         (src, Layout::col_major(&[side, side]).unwrap())
     };
-    for (src, dst) in [square(4100), square(100), square(40)] {
+    for (src, dst) in [square(4100), square(100), square(64), square(40)] {
         for dtype in [DType::U8, DType::U16, DType::F32, DType::F64] {
             let kernel = compile_relayout_with(&src, &dst, Options::new().dtype(dtype)).unwrap();
             let ir = kernel.clif().unwrap();
-            let min_bytes = relayout::Target::host().runtime_tiles_min_bytes;
-            let in_l1 = 2 * src.size() * dtype.size() < min_bytes;
+            let max_bytes = relayout::Target::host().emitted_tiles_max_bytes;
+            let in_l1 = 2 * src.size() * dtype.size() <= max_bytes;
             let emits_tiles = dtype.size() >= 4 && (!wide || in_l1);
             assert_eq!(ir.contains("shuffle"), emits_tiles, "{dtype:?}\n{ir}");
             assert_eq!(

@@ -223,9 +223,9 @@ enum Tiles {
     /// From the runtime's block transpose, where it has one for the element size
     /// ([`BlockTranspose::of`]).
     Runtime,
-    /// Emitted here, for 4- and 8-byte elements, where source and destination together hold
-    /// fewer bytes than the target's
-    /// [`runtime_tiles_min_bytes`](crate::Target::runtime_tiles_min_bytes).
+    /// Emitted here, for 4- and 8-byte elements, where source and destination together hold no
+    /// more than the target's
+    /// [`emitted_tiles_max_bytes`](crate::Target::emitted_tiles_max_bytes).
     Emitted,
 }
 
@@ -233,7 +233,7 @@ impl Tiles {
     /// Where `plan`'s transposes get their tiles.
     fn of(plan: &Plan) -> Tiles {
         let bytes = plan.src_len() * plan.elem_size() + plan.dst_len() * plan.dst_elem_size();
-        match plan.elem_size() >= 4 && bytes < plan.target().runtime_tiles_min_bytes {
+        match plan.elem_size() >= 4 && bytes <= plan.target().emitted_tiles_max_bytes {
             true => Tiles::Emitted,
             false => Tiles::Runtime,
         }

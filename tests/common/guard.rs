@@ -171,7 +171,7 @@ impl Pin {
             tactics: Tactics::CANDIDATES[k % Tactics::CANDIDATES.len()],
             target: Target {
                 stream_min_bytes: 0,
-                runtime_tiles_min_bytes: 0,
+                emitted_tiles_max_bytes: 0,
                 ..Target::host()
             },
         }
