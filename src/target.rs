@@ -26,6 +26,8 @@
 //!
 //! [`Plan`]: crate::plan::Plan
 
+use std::sync::OnceLock;
+
 /// Bytes of the vectors Cranelift emits (its x86-64 and aarch64 backends are 128-bit only), and
 /// so of every vector in generated code.
 pub const CRANELIFT_VECTOR_BYTES: usize = 16;
@@ -87,19 +89,53 @@ impl Target {
 
     /// The host as relayout models it: Cranelift's 16-byte vectors, 64-byte lines, an L1 data
     /// cache of 64 sets (4 KiB a way, as in the 32–48 KiB L1 caches of current x86-64 cores),
-    /// streaming from 8 MiB of destination, staging up to 64 KiB, the runtime's tiles for 4-
-    /// and 8-byte transposes above 32 KiB of source and destination (on a 2-core Intel Xeon VM,
-    /// family 6, model 167, `relayout bench --no-tune`, two alternating runs each: 64² f32 ran
-    /// at 0.21 of memcpy with emitted tiles against 0.17 with the runtime's, 128² at 0.52–0.53
-    /// against 0.63–0.65, 256² at 0.41–0.43 against 0.48).
-    pub const fn host() -> Target {
-        Target {
+    /// streaming from a quarter of the last-level cache (see [`Target::stream_min_bytes_for`];
+    /// 8 MiB where the cache's size is unknown), staging up to 64 KiB, the runtime's tiles for
+    /// 4- and 8-byte transposes above 32 KiB of source and destination (on a 2-core Intel Xeon
+    /// VM, family 6, model 167, `relayout bench --no-tune`, two alternating runs each: 64² f32
+    /// ran at 0.21 of memcpy with emitted tiles against 0.17 with the runtime's, 128² at
+    /// 0.52–0.53 against 0.63–0.65, 256² at 0.41–0.43 against 0.48).
+    ///
+    /// The cache's size is read once per process (on Linux, from sysfs).
+    pub fn host() -> Target {
+        static HOST: OnceLock<Target> = OnceLock::new();
+        *HOST.get_or_init(|| Target {
             vector_bytes: CRANELIFT_VECTOR_BYTES,
             line_bytes: HOST_LINE_BYTES,
             l1_sets: 64,
-            stream_min_bytes: 8 << 20,
+            stream_min_bytes: Target::stream_min_bytes_for(last_level_cache_bytes()),
             stage_limit_bytes: 64 << 10,
             emitted_tiles_max_bytes: 32 << 10,
+        })
+    }
+
+    /// The host's [`stream_min_bytes`](Target::stream_min_bytes) for a last-level cache of
+    /// `llc_bytes` (`None`: unknown): a quarter of it, at most 40 MiB; 8 MiB if unknown.
+    ///
+    /// Streaming stores pay off once the destination would not stay in the cache anyway; while
+    /// source and destination fit, ordinary stores leave the destination there for whatever
+    /// reads it next, and cost no memory traffic at all. The quarter comes from 2-core AMD EPYC
+    /// VMs (Zen 3, 4 and 5: 32 MiB of L3 per core complex), where streaming paid from 8 MiB of
+    /// destination. The bound comes from a 2-core Intel Xeon VM (family 6, model 167) that
+    /// reports the 480 MiB L3 of its host, of which it holds far less: copies ran faster with
+    /// ordinary stores up to 36 MiB and with streaming ones from 44 MiB (`relayout bench
+    /// --candidates` of 1-D copies, in GB/s: 32 MiB 12.1 stored against 9.9 streamed, 36 MiB
+    /// 11.1 against 10.7, 40 MiB 10.8 against 10.9, 44 MiB 9.3 against 10.8).
+    ///
+    /// ```
+    /// use relayout::Target;
+    ///
+    /// assert_eq!(Target::stream_min_bytes_for(Some(32 << 20)), 8 << 20);
+    /// assert_eq!(Target::stream_min_bytes_for(Some(480 << 20)), 40 << 20);
+    /// assert_eq!(Target::stream_min_bytes_for(None), 8 << 20);
+    /// ```
+    pub const fn stream_min_bytes_for(llc_bytes: Option<usize>) -> usize {
+        const MOST: usize = 40 << 20;
+        const UNKNOWN: usize = 8 << 20;
+        match llc_bytes {
+            Some(bytes) if bytes / 4 < MOST => bytes / 4,
+            Some(_) => MOST,
+            None => UNKNOWN,
         }
     }
 
@@ -112,6 +148,40 @@ impl Target {
     pub const fn lanes(&self, elem_size: usize) -> usize {
         self.vector_bytes / elem_size
     }
+}
+
+/// Bytes of the host's last-level cache, the largest data or unified cache of CPU 0 that sysfs
+/// lists, if it lists one.
+#[cfg(target_os = "linux")]
+fn last_level_cache_bytes() -> Option<usize> {
+    let caches = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    caches
+        .filter_map(|entry| {
+            let dir = entry.ok()?.path();
+            let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+            let kind = read("type")?;
+            (kind.trim() != "Instruction").then_some(())?;
+            parse_cache_size(&read("size")?)
+        })
+        .max()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn last_level_cache_bytes() -> Option<usize> {
+    None
+}
+
+/// A cache size as sysfs writes it: `32768K`, `2M` or a plain count of bytes.
+fn parse_cache_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, unit) = match text.strip_suffix(['K', 'k']) {
+        Some(digits) => (digits, 1 << 10),
+        None => match text.strip_suffix(['M', 'm']) {
+            Some(digits) => (digits, 1 << 20),
+            None => (text, 1),
+        },
+    };
+    digits.parse::<usize>().ok()?.checked_mul(unit)
 }
 
 impl std::fmt::Display for Target {
@@ -135,5 +205,32 @@ impl Default for Target {
     /// [`Target::host`].
     fn default() -> Target {
         Target::host()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("32768K\n"), Some(32 << 20));
+        assert_eq!(parse_cache_size("491520K"), Some(480 << 20));
+        assert_eq!(parse_cache_size("2M"), Some(2 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        assert_eq!(parse_cache_size("big"), None);
+        assert_eq!(parse_cache_size(""), None);
+        assert_eq!(parse_cache_size("99999999999999999999K"), None);
+    }
+
+    #[test]
+    fn the_host_streams_from_a_quarter_of_its_cache_at_most_40_mib() {
+        let host = Target::host();
+        assert_eq!(
+            host.stream_min_bytes,
+            Target::stream_min_bytes_for(last_level_cache_bytes())
+        );
+        assert!(host.stream_min_bytes <= 40 << 20);
+        assert_eq!(Target::stream_min_bytes_for(Some(8 << 20)), 2 << 20);
     }
 }

@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{check_pair, check_pair_as, check_pair_pinned, check_plan_moves_of, permutations};
+use common::{
+    check_pair, check_pair_as, check_pair_on, check_pair_pinned, check_plan_moves_of, permutations,
+};
 use relayout::{compile_relayout, Digit, Layout, Source};
 
 #[test]
@@ -152,13 +154,13 @@ fn far_source_rows_prefetch_three_blocks_ahead() {
 #[test]
 fn large_transposes_stage_and_stream_by_default() {
     use relayout::plan::{Flush, Kernel, LargeWrites, Plan, Tactics, TransposeWrite, Walk};
-    use relayout::Target;
     // 2048² f32 (16 MiB) streams; with ordinary stores for large writes (a candidate of
     // tuning) its tiles are stored in place, fitted to the destination's rows.
     let src = Layout::row_major(&[2048, 2048]).unwrap();
     let dst = Layout::col_major(&[2048, 2048]).unwrap();
     let writes = |tactics: Tactics| -> Vec<TransposeWrite> {
-        let plan = Plan::with_tactics(&src, &dst, 4, tactics, Target::host()).unwrap();
+        let plan =
+            Plan::with_tactics(&src, &dst, 4, tactics, common::streams_from_8_mib()).unwrap();
         plan.regions()
             .iter()
             .filter_map(|r| match r.kernel {
@@ -201,7 +203,14 @@ fn large_transposes_stage_and_stream_by_default() {
         (8, square(1536), 64, Walk::Along),
         (4, nhwc_to_nchw.clone(), 128, Walk::Along),
     ] {
-        let plan = Plan::new(&src, &dst, elem_size).unwrap();
+        let plan = Plan::with_tactics(
+            &src,
+            &dst,
+            elem_size,
+            Tactics::default(),
+            common::streams_from_8_mib(),
+        )
+        .unwrap();
         let Kernel::Transpose { tile, write } = plan.regions()[0].kernel else {
             panic!("a transpose\n{plan}");
         };
@@ -217,10 +226,24 @@ fn large_transposes_stage_and_stream_by_default() {
             .map(|l| l.dst_stride)
             .collect()
     };
-    let plan = Plan::new(&nhwc_to_nchw.0, &nhwc_to_nchw.1, 4).unwrap();
+    let plan = Plan::with_tactics(
+        &nhwc_to_nchw.0,
+        &nhwc_to_nchw.1,
+        4,
+        Tactics::default(),
+        common::streams_from_8_mib(),
+    )
+    .unwrap();
     assert_eq!(dst_strides(&plan), [262144, 16 * 4096, 128], "{plan}");
     let (src, dst) = square(2048);
-    let plan = Plan::new(&src, &dst, 4).unwrap();
+    let plan = Plan::with_tactics(
+        &src,
+        &dst,
+        4,
+        Tactics::default(),
+        common::streams_from_8_mib(),
+    )
+    .unwrap();
     let strides = dst_strides(&plan);
     assert!(strides.windows(2).any(|w| w[0] < w[1]), "{plan}");
 }
@@ -303,7 +326,7 @@ fn every_candidate_tactics_moves_every_element() {
 #[test]
 fn streamed_candidates_along_and_across_source_rows() {
     use relayout::plan::{BlockWrite, Plan, Tactics, Tiling, Walk};
-    use relayout::{compile_relayout_with, reference, Options, Target};
+    use relayout::{compile_relayout_with, reference, Options};
     // 9 MB: large enough to stream, with partial blocks on both sides.
     let src = Layout::row_major(&[1100, 2050]).unwrap();
     let dst = Layout::col_major(&[1100, 2050]).unwrap();
@@ -317,7 +340,8 @@ fn streamed_candidates_along_and_across_source_rows() {
             _ => None,
         });
     for (tactics, blocking) in streamed {
-        let plan = Plan::with_tactics(&src, &dst, 4, tactics, Target::host()).unwrap();
+        let plan =
+            Plan::with_tactics(&src, &dst, 4, tactics, common::streams_from_8_mib()).unwrap();
         let text = plan.to_string();
         assert!(text.contains("streamed out"), "{text}");
         assert_eq!(
@@ -325,7 +349,10 @@ fn streamed_candidates_along_and_across_source_rows() {
             blocking.walk == Walk::Across,
             "{text}"
         );
-        let options = Options::new().elem_size(4).tactics(tactics);
+        let options = Options::new()
+            .elem_size(4)
+            .tactics(tactics)
+            .target(common::streams_from_8_mib());
         let r = compile_relayout_with(&src, &dst, options).unwrap();
         let mut got = vec![0u32; dst.cosize()];
         r.run(&a, &mut got).unwrap();
@@ -384,7 +411,8 @@ fn odd_even_rows(rows: usize, n: usize, row_stride: i64) -> Layout {
 
 #[test]
 fn streamed_odd_even_strips_in_staged_runs() {
-    use relayout::plan::Plan;
+    use relayout::plan::{Plan, Tactics};
+    let machine = common::streams_from_8_mib();
     // Over 8 MiB of destination, so the short runs of each strip are staged a page at a time and
     // streamed out: with a partial run at the end of each row, rows that do not continue one
     // another (a gap between them, filled with the pad value once), both directions.
@@ -392,7 +420,7 @@ fn streamed_odd_even_strips_in_staged_runs() {
         let src = Layout::row_major(&[rows, n]).unwrap();
         let dst = odd_even_rows(rows, n, (n + gap) as i64);
         for (from, to) in [(&src, &dst), (&dst, &src)] {
-            let plan = Plan::new(from, to, 4).unwrap();
+            let plan = Plan::with_tactics(from, to, 4, Tactics::default(), machine).unwrap();
             let staged = plan
                 .regions()
                 .iter()
@@ -400,43 +428,45 @@ fn streamed_odd_even_strips_in_staged_runs() {
                 .count();
             assert!(staged > 0 && plan.regions().len() > staged, "{plan}");
             common::check_plan_moves_of(&plan, from, to);
-            check_pair_as::<u32>(from, to, None);
+            check_pair_on::<u32>(from, to, None, machine);
             if u16_too {
-                check_pair_as::<u16>(from, to, None);
+                check_pair_on::<u16>(from, to, None, machine);
             }
         }
-        check_pair_as::<u32>(&src, &dst, Some(0xdead_beef));
+        check_pair_on::<u32>(&src, &dst, Some(0xdead_beef), machine);
     }
 }
 
 #[test]
 fn staged_runs_of_zips_with_element_tails() {
-    use relayout::plan::Plan;
+    use relayout::plan::{Plan, Tactics};
+    let machine = common::streams_from_8_mib();
     // Pairs of strips of 17 (not a whole number of vectors, so each zip and unzip ends in
     // element moves) interleaved into 34-element runs that continue one another, over 8 MiB:
     // the runs are staged and streamed, tails and all.
     let src = Layout::row_major(&[70_000, 2, 17]).unwrap();
     let dst = Layout::ordered(&[70_000, 2, 17], &[0, 2, 1]).unwrap();
     for (from, to) in [(&src, &dst), (&dst, &src)] {
-        let plan = Plan::new(from, to, 4).unwrap();
+        let plan = Plan::with_tactics(from, to, 4, Tactics::default(), machine).unwrap();
         assert!(plan.regions().iter().any(common::stages_a_run), "{plan}");
-        check_pair_as::<u32>(from, to, None);
+        check_pair_on::<u32>(from, to, None, machine);
     }
 }
 
 #[test]
 fn streamed_xla_sub_tiles_in_staged_runs() {
-    use relayout::plan::Plan;
+    use relayout::plan::{Plan, Tactics};
+    let machine = common::streams_from_8_mib();
     // XLA's (2,1) bf16 sub-tiles inside (8,128) tiles, over 8 MiB: each pair of rows is zipped
     // into a 512-byte run, a tile's four runs are staged together and streamed out; rows and
     // columns that leave the last tiles partly padded.
     for dims in ["2050,2200", "2048,2176"] {
         let src = Layout::parse(&format!("xla:bf16[{dims}]{{1,0}}")).unwrap();
         let dst = Layout::parse(&format!("xla:bf16[{dims}]{{1,0:T(8,128)(2,1)}}")).unwrap();
-        let plan = Plan::new(&src, &dst, 2).unwrap();
+        let plan = Plan::with_tactics(&src, &dst, 2, Tactics::default(), machine).unwrap();
         assert!(plan.regions().iter().any(common::stages_a_run), "{plan}");
-        check_pair_as::<u16>(&src, &dst, None);
-        check_pair_as::<u16>(&src, &dst, Some(0xbeef));
+        check_pair_on::<u16>(&src, &dst, None, machine);
+        check_pair_on::<u16>(&src, &dst, Some(0xbeef), machine);
     }
 }
 
@@ -573,29 +603,29 @@ fn zip_and_unzip_kernels_for_short_strips() {
 
 #[test]
 fn large_destinations_are_streamed_and_correct() {
-    use relayout::plan::Plan;
-    use relayout::Target;
+    use relayout::plan::{Plan, Tactics};
+    let machine = common::streams_from_8_mib();
     // 12 MB of u32 in runs of 1_000_003 elements (runs after the first start unaligned),
     // and a permutation that moves runs of 300_000 elements.
     let long = Layout::row_major(&[3, 1_000_003]).unwrap();
     let runs = Layout::row_major(&[3, 4, 300_000]).unwrap();
     let swapped = Layout::ordered(&[3, 4, 300_000], &[1, 0, 2]).unwrap();
     for (src, dst) in [(&long, &long), (&runs, &swapped)] {
-        assert!(dst.cosize() * 4 >= Target::host().stream_min_bytes);
-        let plan = Plan::new(src, dst, 4).unwrap();
+        assert!(dst.cosize() * 4 >= machine.stream_min_bytes);
+        let plan = Plan::with_tactics(src, dst, 4, Tactics::default(), machine).unwrap();
         assert!(plan.streams(), "{plan}");
-        check_pair_as::<u32>(src, dst, None);
-        check_pair_as::<u32>(src, dst, Some(7));
+        check_pair_on::<u32>(src, dst, None, machine);
+        check_pair_on::<u32>(src, dst, Some(7), machine);
     }
     // 1-byte elements in runs of an odd length: every run after the first starts unaligned.
     let bytes = Layout::row_major(&[3, 3_000_001]).unwrap();
-    check_pair_as::<u8>(&bytes, &bytes, None);
+    check_pair_on::<u8>(&bytes, &bytes, None, machine);
 }
 
 #[test]
 fn large_destinations_stream_short_runs_and_zips() {
-    use relayout::plan::{CopyWrite, Kernel, Plan, ZipWrite};
-    use relayout::Target;
+    use relayout::plan::{CopyWrite, Kernel, Plan, Tactics, ZipWrite};
+    let machine = common::streams_from_8_mib();
     // NHWC to NCHW16c (64-byte runs of 16 u32, one per channel block of a pixel) and XLA's
     // (8,128) tiles (512-byte runs), both over 8 MiB: streamed copies whose innermost loop is
     // handed to the streaming routine as rows.
@@ -605,20 +635,20 @@ fn large_destinations_stream_short_runs_and_zips() {
     let tiles = "xla:u32[1032,2304]{1,0:T(8,128)}";
     for (src, dst) in [(nhwc, nchw16c), (rows, tiles)] {
         let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
-        let plan = Plan::new(&src, &dst, 4).unwrap();
+        let plan = Plan::with_tactics(&src, &dst, 4, Tactics::default(), machine).unwrap();
         assert!(
             plan.regions()
                 .iter()
                 .any(|r| matches!(r.kernel, Kernel::Copy { len, write: CopyWrite::Streamed { .. }, .. } if len < 1024)),
             "{plan}"
         );
-        check_pair_as::<u32>(&src, &dst, None);
-        check_pair_as::<u32>(&src, &dst, Some(7));
+        check_pair_on::<u32>(&src, &dst, None, machine);
+        check_pair_on::<u32>(&src, &dst, Some(7), machine);
     }
     // XLA's (8,128)(2,1) bf16 tiles over 8 MiB: 512-byte zips staged and streamed out.
     let src = Layout::parse("xla:bf16[2048,2304]{1,0}").unwrap();
     let dst = Layout::parse("xla:bf16[2048,2304]{1,0:T(8,128)(2,1)}").unwrap();
-    let plan = Plan::new(&src, &dst, 2).unwrap();
+    let plan = Plan::with_tactics(&src, &dst, 2, Tactics::default(), machine).unwrap();
     assert!(
         plan.regions().iter().any(|r| matches!(
             r.kernel,
@@ -629,18 +659,18 @@ fn large_destinations_stream_short_runs_and_zips() {
         )),
         "{plan}"
     );
-    check_pair_as::<u16>(&src, &dst, None);
-    check_pair_as::<u16>(&dst, &src, None);
+    check_pair_on::<u16>(&src, &dst, None, machine);
+    check_pair_on::<u16>(&dst, &src, None, machine);
     // Two strips of 2_100_001 u16 zipped (one zip as long as the tensor): cut into runs that a
     // staging buffer holds, the last with an element-wise tail written into the stage.
     let src = Layout::row_major(&[2, 2_100_001]).unwrap();
     let dst = Layout::col_major(&[2, 2_100_001]).unwrap();
-    let plan = Plan::new(&src, &dst, 2).unwrap();
+    let plan = Plan::with_tactics(&src, &dst, 2, Tactics::default(), machine).unwrap();
     assert!(plan.stage_bytes().is_some(), "{plan}");
     for bytes in plan.regions().iter().filter_map(|r| r.stage_bytes(2)) {
-        assert!(bytes <= Target::host().stage_limit_bytes, "{plan}");
+        assert!(bytes <= machine.stage_limit_bytes, "{plan}");
     }
-    check_pair_as::<u16>(&src, &dst, None);
+    check_pair_on::<u16>(&src, &dst, None, machine);
 }
 
 #[test]
@@ -674,10 +704,14 @@ fn staging_is_bounded_whatever_the_blocking() {
 /// trial of a candidate) against the reference, and that the choice is kept and remembered;
 /// returns how many runs the tuning took. The budget is ample, so every candidate has its
 /// trials however slow the machine.
-fn tune_to_the_end(src: &Layout, dst: &Layout) -> usize {
+fn tune_to_the_end(src: &Layout, dst: &Layout, target: relayout::Target) -> usize {
     use relayout::{compile_relayout_with, reference, Options};
     let ample = std::time::Duration::from_secs(3600);
-    let options = Options::new().elem_size(4).tune(true).tune_budget(ample);
+    let options = Options::new()
+        .elem_size(4)
+        .tune(true)
+        .tune_budget(ample)
+        .target(target);
     let r = compile_relayout_with(src, dst, options.clone()).unwrap();
     assert_eq!(r.tactics(), None, "tuning starts by measuring");
     let a: Vec<u32> = common::pattern(src.cosize());
@@ -709,18 +743,17 @@ fn tuning_measures_the_candidates_then_keeps_one() {
     // A 9 MB destination: large enough to tune, with several distinct blockings.
     let src = Layout::row_major(&[1100, 2048]).unwrap();
     let dst = Layout::col_major(&[1100, 2048]).unwrap();
-    let runs = tune_to_the_end(&src, &dst);
+    let runs = tune_to_the_end(&src, &dst, relayout::Target::host());
     assert!(runs >= 14, "at least two candidates, seven runs each");
 }
 
 #[test]
 fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     use relayout::plan::{LargeWrites, Plan, Tactics};
-    use relayout::Target;
     // NHWC -> NCHW16c of 9.6 MB: 64-byte copies into four places at once.
     let src = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, h, w, c]").unwrap();
     let dst = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]").unwrap();
-    let host = Target::host();
+    let host = common::streams_from_8_mib();
     let streamed = Plan::with_tactics(&src, &dst, 4, Tactics::default(), host).unwrap();
     assert!(
         streamed.regions().iter().all(|r| r.kernel.streams()),
@@ -734,8 +767,9 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     let ordinary = ordinary_tactics_in(relayout::plan::LoopOrder::Fitted);
     let ordinary = Plan::with_tactics(&src, &dst, 4, ordinary, host).unwrap();
     assert!(!ordinary.streams(), "{ordinary}");
-    // Those are two of the four plans the candidates give, the third streaming in the
-    // destination's loop order, the fourth with ordinary stores in the source's.
+    // Those are two of the four plans the candidates give, both in the source's order (copies of
+    // a cache line or more run in it, streamed or not); the other two take the destination's
+    // order, streamed and with ordinary stores.
     use relayout::plan::LoopOrder;
     let by_destination = Tactics::default().ordered(LoopOrder::Destination);
     let by_destination = Plan::with_tactics(&src, &dst, 4, by_destination, host).unwrap();
@@ -743,8 +777,12 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     assert_ne!(by_destination, streamed);
     let by_source = ordinary_tactics_in(LoopOrder::Source);
     let by_source = Plan::with_tactics(&src, &dst, 4, by_source, host).unwrap();
-    assert!(!by_source.streams(), "{by_source}");
-    assert_ne!(by_source, ordinary);
+    assert_eq!(by_source, ordinary);
+    let stored_by_destination = ordinary_tactics_in(LoopOrder::Destination);
+    let stored_by_destination =
+        Plan::with_tactics(&src, &dst, 4, stored_by_destination, host).unwrap();
+    assert!(!stored_by_destination.streams(), "{stored_by_destination}");
+    assert_ne!(stored_by_destination, ordinary);
     let distinct: Vec<Plan> = Tactics::CANDIDATES
         .iter()
         .fold(Vec::new(), |mut plans, &t| {
@@ -757,7 +795,7 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     assert_eq!(distinct.len(), 4);
     // A warm-up run and six trials each; or, when the default's second run takes 20 ms or
     // more (as it can on a slow machine), six trials each and the default's untimed first run.
-    let runs = tune_to_the_end(&src, &dst);
+    let runs = tune_to_the_end(&src, &dst, host);
     assert!(runs == 4 * 7 || runs == 4 * 6 + 1, "{runs} runs");
 }
 
@@ -804,7 +842,7 @@ fn tuning_choices_are_saved_and_loaded() {
         Layout::row_major(&[1150, 2048]).unwrap(),
         Layout::col_major(&[1150, 2048]).unwrap(),
     );
-    tune_to_the_end(&src, &dst);
+    tune_to_the_end(&src, &dst, Target::host());
     let chosen = compile_relayout_with(&src, &dst, Options::new().tune(true))
         .unwrap()
         .tactics()
@@ -853,14 +891,15 @@ fn tuning_choices_are_saved_and_loaded() {
 
 #[test]
 fn few_channel_unzips_stream_their_strips() {
-    use relayout::plan::{Kernel, Plan, UnzipWrite};
+    use relayout::plan::{Kernel, Plan, Tactics, UnzipWrite};
+    let machine = common::streams_from_8_mib();
     // NHWC -> NCHW with 3 channels over 8 MiB: the strips (one per channel plane) are unzipped
     // a chunk at a time into the staging buffer and streamed out as three rows; a plane that is
     // not a whole number of chunks, and one element past a vector, end each batch.
     for (hw, elem) in [(174_763, 4), (700_001, 1), (350_003, 2)] {
         let nhwc = Layout::ordered(&[4, 3, hw], &[0, 2, 1]).unwrap();
         let nchw = Layout::row_major(&[4, 3, hw]).unwrap();
-        let plan = Plan::new(&nhwc, &nchw, elem).unwrap();
+        let plan = Plan::with_tactics(&nhwc, &nchw, elem, Tactics::default(), machine).unwrap();
         assert!(
             plan.regions().iter().any(|r| matches!(
                 r.kernel,
@@ -873,9 +912,9 @@ fn few_channel_unzips_stream_their_strips() {
         );
         common::check_plan_moves_of(&plan, &nhwc, &nchw);
         match elem {
-            1 => check_pair_as::<u8>(&nhwc, &nchw, None),
-            2 => check_pair_as::<u16>(&nhwc, &nchw, None),
-            _ => check_pair_as::<u32>(&nhwc, &nchw, None),
+            1 => check_pair_on::<u8>(&nhwc, &nchw, None, machine),
+            2 => check_pair_on::<u16>(&nhwc, &nchw, None, machine),
+            _ => check_pair_on::<u32>(&nhwc, &nchw, None, machine),
         }
     }
 }

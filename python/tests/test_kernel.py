@@ -153,8 +153,9 @@ def test_bad_input_is_an_exception_with_the_library_message():
 
 
 def test_large_streamed_layouts_into_new_and_given_arrays():
-    # Above 8 MiB copies and zips stream into given buffers, and from 32 MiB on they take
-    # ordinary stores into new arrays; both must move the same bits.
+    # Above the host's streaming threshold (8 MiB with a 32 MiB last-level cache) copies and
+    # zips stream into given buffers, and from 32 MiB on they take ordinary stores into new
+    # arrays; both must move the same bits.
     n = 9 << 20
     src, dst = f"morello:[{n}] [0]", f"morello:[{n}] [0, 0 oe(16)]"
     k = relayout.compile(src, dst)

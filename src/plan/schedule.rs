@@ -93,7 +93,7 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
         LoopOrder::Source => Order::Source,
         LoopOrder::Destination => Order::Destination,
         LoopOrder::Fitted => match kernel {
-            Kernel::Copy { len, .. } if streams_copy(len, cx) => Order::Source,
+            Kernel::Copy { len, .. } if len * elem_size >= cx.target.line_bytes => Order::Source,
             Kernel::Zip { .. } | Kernel::Unzip { .. } if cx.streams_runs() => Order::Destination,
             _ => Order::Both,
         },

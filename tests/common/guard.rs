@@ -162,6 +162,14 @@ impl Pin {
         }
     }
 
+    /// The default tactics on `target`.
+    pub fn defaults_on(target: Target) -> Pin {
+        Pin {
+            tactics: Tactics::default(),
+            target,
+        }
+    }
+
     /// Candidate `k` of `Tactics::CANDIDATES` on a target that streams from the first byte and
     /// takes the runtime's tiles for every transpose, so that streamed copies and staged,
     /// streamed transposes, zips and unzips, and the runtime's 32-byte tiles, run on small

@@ -9,7 +9,7 @@ pub mod random_layouts;
 use std::process::{Command, Output};
 
 use relayout::plan::{Kernel, Plan, Region, UnzipWrite, ZipWrite};
-use relayout::{compile_relayout_with, reference, Element, Layout, Options};
+use relayout::{compile_relayout_with, reference, Element, Layout, Options, Target};
 use serde_json::Value;
 
 /// The public worked examples (exact offsets from the systems' own documentation), kept in the
@@ -52,6 +52,25 @@ pub fn check_pair_as<T: Element + PartialEq + std::fmt::Debug>(
     pad: Option<T>,
 ) {
     check_pair_pinned::<T>(src, dst, pad, None);
+}
+
+/// The host, streaming from 8 MiB of destination whatever its last-level cache (as the 2-core
+/// AMD EPYC VMs do, with 32 MiB of L3): the tests of kernels that stream over 8 MiB plan for it.
+pub fn streams_from_8_mib() -> Target {
+    Target {
+        stream_min_bytes: 8 << 20,
+        ..Target::host()
+    }
+}
+
+/// [`check_pair_as`] with the default tactics on `target`.
+pub fn check_pair_on<T: Element + PartialEq + std::fmt::Debug>(
+    src: &Layout,
+    dst: &Layout,
+    pad: Option<T>,
+    target: Target,
+) {
+    check_pair_pinned::<T>(src, dst, pad, Some(Pin::defaults_on(target)));
 }
 
 /// Whether the region stages a run of zips or unzips (its kernel consumes a loop of steps).
