@@ -585,6 +585,27 @@ fn command_line_usage_errors() {
     }
 }
 
+/// A reader that stops reading (`relayout offsets … | head -1`) ends the command quietly: no
+/// panic, no message, success. The output (about 2 MB) is far larger than a pipe's buffer, so
+/// the command writes into the closed pipe.
+#[test]
+fn a_closed_output_pipe_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    for args in [&["offsets", "cute:(400000):(1)"][..], &["bench", "--list"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_relayout"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
 /// Inputs the fuzzer found that used to panic; each now parses (or fails) cleanly.
 #[test]
 fn fuzz_findings() {

@@ -82,18 +82,18 @@ pub(crate) struct TableArgs {
 }
 
 /// Runs `relayout cute OP …` and prints the result in CuTe notation.
-pub(crate) fn cute(op: &CuteOp) -> Result<(), Error> {
-    println!("{}", apply(op)?);
+pub(crate) fn cute(op: &CuteOp) -> Result<(), Box<dyn std::error::Error>> {
+    outln!("{}", apply(op)?)?;
     Ok(())
 }
 
 /// Runs `relayout table …`.
-pub(crate) fn table(args: &TableArgs) -> Result<(), Error> {
+pub(crate) fn table(args: &TableArgs) -> Result<(), Box<dyn std::error::Error>> {
     let table = CuteLayout::parse(&args.layout)?.table()?;
     if args.one_based {
-        print!("{}", table.one_based());
+        out!("{}", table.one_based())?;
     } else {
-        print!("{table}");
+        out!("{table}")?;
     }
     Ok(())
 }

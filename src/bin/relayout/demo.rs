@@ -14,10 +14,10 @@ const CLIF_LINES: usize = 40;
 /// Timed runs per contender, interleaved; the median is reported.
 const RUNS: usize = 5;
 
-pub fn run() -> Result<(), Error> {
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (src, dst) = (Layout::parse(SRC)?, Layout::parse(DST)?);
-    println!("relayout demo: f32 {SRC}  ->  {DST}");
-    println!("source:      {src}\ndestination: {dst}\n");
+    outln!("relayout demo: f32 {SRC}  ->  {DST}")?;
+    outln!("source:      {src}\ndestination: {dst}\n")?;
     let kernel = compile_relayout_with(&src, &dst, Options::new().tune(true))?;
     let a: Vec<f32> = (0..src.cosize()).map(|i| i as f32).collect();
     let mut got = vec![f32::NAN; dst.cosize()];
@@ -29,16 +29,16 @@ pub fn run() -> Result<(), Error> {
         kernel.run(&a, &mut got)?;
         runs += 1;
     }
-    println!(
+    outln!(
         "tuned in {runs} runs ({:.0} ms), compiled in {:.0} µs\n\n{}",
         start.elapsed().as_secs_f64() * 1e3,
         kernel.compile_micros(),
         kernel.plan()
-    );
+    )?;
     let clif: Vec<&str> = kernel.clif()?.lines().collect();
-    println!("Cranelift IR (first {CLIF_LINES} of {} lines; `relayout clif --src '{SRC}' --dst '{DST}'` prints all):", clif.len());
+    outln!("Cranelift IR (first {CLIF_LINES} of {} lines; `relayout clif --src '{SRC}' --dst '{DST}'` prints all):", clif.len())?;
     for line in clif.iter().take(CLIF_LINES) {
-        println!("  {line}");
+        outln!("  {line}")?;
     }
 
     let mut want = vec![f32::NAN; dst.cosize()];
@@ -49,14 +49,12 @@ pub fn run() -> Result<(), Error> {
         .iter()
         .zip(&want)
         .all(|(g, w)| g.to_bits() == w.to_bits());
-    println!(
+    outln!(
         "\ncheck against the reference: {}",
         if same { "identical" } else { "DIFFERENT" }
-    );
+    )?;
     if !same {
-        return Err(Error::Codegen(
-            "the demo kernel disagrees with the reference".into(),
-        ));
+        return Err(Error::Codegen("the demo kernel disagrees with the reference".into()).into());
     }
 
     let bytes = (src.size() * 4) as f64;
@@ -69,21 +67,21 @@ pub fn run() -> Result<(), Error> {
             Ok(())
         }
     })?;
-    println!(
+    outln!(
         "\nmedian of {RUNS} interleaved runs, {:.0} MiB moved:",
         bytes / (1 << 20) as f64
-    );
+    )?;
     for (name, secs) in [("relayout", jit), ("naive loop", naive), ("memcpy", memcpy)] {
-        println!(
+        outln!(
             "  {name:<11} {:>8.2} ms  {:>6.2} GB/s",
             secs * 1e3,
             bytes / secs / 1e9
-        );
+        )?;
     }
-    println!(
+    outln!(
         "  relayout is {:.2}x memcpy and {:.1}x the naive loop",
         memcpy / jit,
         naive / jit
-    );
+    )?;
     Ok(())
 }

@@ -1,6 +1,23 @@
 //! The relayout command line. `relayout --help` lists the commands; with no command it runs
 //! the demo: compile a relayout, show its plan and IR, check it and time it.
 
+/// `println!` that returns a failed write (`std::io::Result`) instead of panicking, so that a
+/// closed pipe (`relayout bench --list | head -3`) ends the command quietly (see `main`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod bench;
 mod conversion_args;
 mod convert;
@@ -223,6 +240,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.command.unwrap_or(Command::Demo)) {
         Ok(()) => ExitCode::SUCCESS,
+        // Whoever reads the output stopped reading (`| head`): nothing is wrong.
+        Err(e) if is_broken_pipe(&*e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("relayout: {e}");
             ExitCode::FAILURE
@@ -230,12 +249,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether `e` is a write to a pipe whose reader has gone.
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
     match command {
         Command::Offsets { layout } => {
             let layout = Layout::parse(&layout)?;
             within_memory_limit(layout.size())?;
-            println!("{}", join(layout.offsets()));
+            outln!("{}", join(layout.offsets()))?;
         }
         Command::Apply(args) => {
             let pair = args.compile()?;
@@ -249,11 +274,11 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
             with_element_types(values, dst_values, |run| {
                 run.kernel(&pair.kernel, &src, &mut dst)
             })?;
-            println!("{}", join(dst.iter().map(|&b| dst_values.format(b))));
+            outln!("{}", join(dst.iter().map(|&b| dst_values.format(b))))?;
         }
-        Command::Plan(args) => print!("{}", args.compile()?.kernel.plan()),
-        Command::Clif(args) => print!("{}", args.compile()?.kernel.clif()?),
-        Command::Asm(args) => print!("{}", args.compile()?.kernel.asm()?),
+        Command::Plan(args) => out!("{}", args.compile()?.kernel.plan())?,
+        Command::Clif(args) => out!("{}", args.compile()?.kernel.clif()?)?,
+        Command::Asm(args) => out!("{}", args.compile()?.kernel.asm()?)?,
         Command::Check(args) => {
             let pair = args.compile()?;
             pair.within_memory_limit()?;
@@ -265,11 +290,11 @@ fn run(command: Command) -> Result<(), Box<dyn std::error::Error>> {
                 ))
                 .into());
             }
-            println!(
+            outln!(
                 "ok: {} elements, {} destination slots match the reference bit for bit",
                 pair.src.size(),
                 pair.dst.cosize()
-            );
+            )?;
         }
         Command::Cute { op } => cute_cmd::cute(&op)?,
         Command::Table(args) => cute_cmd::table(&args)?,

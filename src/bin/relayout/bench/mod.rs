@@ -425,9 +425,9 @@ impl Job {
 
 /// Prints every case with its size, and the flags that time its layouts as a pair; then the
 /// converting cases (`--conversions`).
-fn list(size: Size) -> Result<(), Error> {
+fn list(size: Size) -> Result<(), Box<dyn std::error::Error>> {
     for case in suite::cases(size) {
-        println!(
+        outln!(
             "{:<17} {:<5} {:>10}  {}\n    --src '{}' --dst '{}' --dtype {}",
             case.name,
             case.dtype,
@@ -436,9 +436,9 @@ fn list(size: Size) -> Result<(), Error> {
             case.src,
             case.dst,
             case.dtype
-        );
+        )?;
     }
-    println!("\nconverting cases (--conversions):");
+    outln!("\nconverting cases (--conversions):")?;
     for case in suite::conversion_cases(size)? {
         let c = case.conversion;
         let scale = match (c.scale_shift(), &case.per_index) {
@@ -451,7 +451,7 @@ fn list(size: Size) -> Result<(), Error> {
             ),
             (None, None) => String::new(),
         };
-        println!(
+        outln!(
             "{:<22} {}  {}\n    --src '{}' --dst '{}' --dtype {} --to {}{scale}",
             case.name,
             c,
@@ -460,7 +460,7 @@ fn list(size: Size) -> Result<(), Error> {
             case.dst,
             c.from_type(),
             c.to_type()
-        );
+        )?;
     }
     Ok(())
 }
