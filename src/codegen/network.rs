@@ -7,8 +7,9 @@
 //!
 //! Strips of 2, 4 and 8 elements interleave and de-interleave with single-instruction shuffles
 //! (`punpck*`, `shufps`, pack). Other short strips (3, 5, 6, 7 … elements, RGB pixels, NCHW with
-//! three channels) take a *gather* network: each output register is folded together from the
-//! few input registers its lanes come from, one two-register byte shuffle per extra source.
+//! three channels) take a *gather* network: blends and one-register permutes where the lanes
+//! allow, else each output register is folded together from the few input registers its lanes
+//! come from, one two-register byte shuffle per extra source.
 
 use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
 
@@ -139,9 +140,16 @@ impl Network {
     }
 
     /// `k` input registers of `elem`-byte lanes into `k` outputs, lane `j` of output `r` being
-    /// lane `source(r, j) = (register, lane)` of the inputs. Output `r` is folded from the input
-    /// registers its lanes come from, in order of first use: the first stage shuffles the first
-    /// two into an accumulator register (`k + r`), each later stage shuffles in one more.
+    /// lane `source(r, j) = (register, lane)` of the inputs: the cheapest of three
+    /// constructions ([`Network::cost`]). Two-register byte shuffles with any mask (`pshufb`
+    /// twice and `por`, or `vpermi2b`) fold each output from its sources
+    /// ([`Network::folded`]); where the lanes allow, blends (`pblendw`, lane for lane) and
+    /// one-register permutes (`pshufd`, `pshufb`) do it instead, which are single cheap
+    /// instructions: blending an output's sources, whose lanes sit at distinct positions, and
+    /// permuting the result (an unzip; [`Network::blended_then_permuted`]), or permuting each
+    /// input so that its lanes sit where the outputs want them and blending those (a zip;
+    /// [`Network::permuted_then_blended`]). Blends of single bytes are no single instruction,
+    /// so 1-byte elements fold.
     fn gather(k: usize, elem: usize, source: impl Fn(usize, usize) -> (usize, usize)) -> Network {
         let lanes = VECTOR_BYTES / elem;
         let sources: Vec<Vec<(usize, usize)>> = (0..k)
@@ -159,6 +167,179 @@ impl Network {
                 regs
             })
             .collect();
+        let blended = (elem >= 2).then(|| {
+            [
+                Network::blended_then_permuted(elem, &sources, &order),
+                Network::permuted_then_blended(elem, &sources, &order),
+            ]
+        });
+        blended
+            .into_iter()
+            .flatten()
+            .flatten()
+            .chain([Network::folded(elem, &sources, &order)])
+            .min_by_key(Network::cost)
+            .expect("the folded network is always there")
+    }
+
+    /// What a network costs, about: a shuffle of two registers with any byte mask counts three
+    /// (`pshufb` twice and `por` without AVX-512 VBMI), a blend or a permute of one register
+    /// one.
+    fn cost(&self) -> usize {
+        self.stages
+            .iter()
+            .flatten()
+            .map(|op| match op.shuffle {
+                Shuffle::Bytes { mask } if op.x != op.y && !is_blend(&mask) => 3,
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// The gather of `sources` as blends, then a permute per output: output `r`'s sources are
+    /// blended lane for lane into its accumulator (`k + r`), which then holds each of its lanes
+    /// where its source held it, and one permute puts them in order. `None` unless every
+    /// output's lanes come from distinct positions of their registers (so they fit one
+    /// register where they are).
+    fn blended_then_permuted(
+        elem: usize,
+        sources: &[Vec<(usize, usize)>],
+        order: &[Vec<usize>],
+    ) -> Option<Network> {
+        let k = sources.len();
+        let lanes = VECTOR_BYTES / elem;
+        let mut stages: Vec<Vec<Op>> = Vec::new();
+        for (r, lanes_of) in sources.iter().enumerate() {
+            // Which register holds each position of the accumulator.
+            let mut holder = vec![None; lanes];
+            for &(reg, lane) in lanes_of {
+                if holder[lane].replace(reg).is_some() {
+                    return None;
+                }
+            }
+            let regs = &order[r];
+            let acc = k + r;
+            let mut ops: Vec<Op> = regs
+                .windows(2)
+                .enumerate()
+                .map(|(s, pair)| {
+                    let x = if s == 0 { pair[0] } else { acc };
+                    Op {
+                        x,
+                        y: pair[1],
+                        shuffle: Shuffle::Bytes {
+                            mask: blend_mask(elem, |p| holder[p] == Some(pair[1])),
+                        },
+                        out: acc,
+                    }
+                })
+                .collect();
+            // The permute, unless the lanes are in order already (and the blends wrote them).
+            let mask = permute_mask(elem, |j| lanes_of[j].1);
+            if regs.len() == 1 || !is_blend(&mask) {
+                let from = if regs.len() == 1 { regs[0] } else { acc };
+                ops.push(Op {
+                    x: from,
+                    y: from,
+                    shuffle: Shuffle::Bytes { mask },
+                    out: acc,
+                });
+            }
+            for (s, op) in ops.into_iter().enumerate() {
+                if stages.len() <= s {
+                    stages.push(Vec::new());
+                }
+                stages[s].push(op);
+            }
+        }
+        Some(Network {
+            inputs: k,
+            registers: 2 * k,
+            stages,
+            outputs: (k..2 * k).collect(),
+        })
+    }
+
+    /// The gather of `sources` as a permute per input, then blends: input `i` is permuted
+    /// (into register `k + i`) so that each of its lanes sits at the position its output wants
+    /// it, and each output (`2k + r`) blends its permuted sources lane for lane. `None` unless
+    /// the lanes of every input go to distinct positions.
+    fn permuted_then_blended(
+        elem: usize,
+        sources: &[Vec<(usize, usize)>],
+        order: &[Vec<usize>],
+    ) -> Option<Network> {
+        let k = sources.len();
+        let lanes = VECTOR_BYTES / elem;
+        // For each input, which of its lanes each position takes.
+        let mut wanted = vec![vec![None; lanes]; k];
+        for lanes_of in sources {
+            for (j, &(reg, lane)) in lanes_of.iter().enumerate() {
+                if wanted[reg][j].replace(lane).is_some() {
+                    return None;
+                }
+            }
+        }
+        // Positions no output takes from an input keep their lane; an input whose lanes all
+        // stay is used as it is.
+        let masks: Vec<[u8; VECTOR_BYTES]> = wanted
+            .iter()
+            .map(|wants| permute_mask(elem, |j| wants[j].unwrap_or(j)))
+            .collect();
+        let permuted = |i: usize| if is_blend(&masks[i]) { i } else { k + i };
+        let permutes = (0..k)
+            .filter(|&i| permuted(i) != i)
+            .map(|i| Op {
+                x: i,
+                y: i,
+                shuffle: Shuffle::Bytes { mask: masks[i] },
+                out: k + i,
+            })
+            .collect();
+        let mut stages = vec![permutes];
+        for (r, lanes_of) in sources.iter().enumerate() {
+            let regs = &order[r];
+            let out = 2 * k + r;
+            let blends = regs.windows(2).enumerate().map(|(s, pair)| Op {
+                x: if s == 0 { permuted(pair[0]) } else { out },
+                y: permuted(pair[1]),
+                shuffle: Shuffle::Bytes {
+                    mask: blend_mask(elem, |p| lanes_of[p].0 == pair[1]),
+                },
+                out,
+            });
+            // A single source is its permuted register, copied by a blend with itself.
+            let blends: Vec<Op> = match regs.len() {
+                1 => vec![Op {
+                    x: permuted(regs[0]),
+                    y: permuted(regs[0]),
+                    shuffle: Shuffle::Bytes {
+                        mask: blend_mask(elem, |_| false),
+                    },
+                    out,
+                }],
+                _ => blends.collect(),
+            };
+            for (s, op) in blends.into_iter().enumerate() {
+                if stages.len() <= s + 1 {
+                    stages.push(Vec::new());
+                }
+                stages[s + 1].push(op);
+            }
+        }
+        Some(Network {
+            inputs: k,
+            registers: 3 * k,
+            stages,
+            outputs: (2 * k..3 * k).collect(),
+        })
+    }
+
+    /// The gather of `sources` folded: output `r` is folded from the input registers its
+    /// lanes come from, in order of first use: the first stage shuffles the first two into an
+    /// accumulator register (`k + r`), each later stage shuffles in one more.
+    fn folded(elem: usize, sources: &[Vec<(usize, usize)>], order: &[Vec<usize>]) -> Network {
+        let k = sources.len();
         let depth = order
             .iter()
             .map(|regs| regs.len().max(2) - 1)
@@ -246,6 +427,28 @@ impl Network {
         }
         self.outputs.iter().map(|&o| regs[o].clone()).collect()
     }
+}
+
+/// The mask of a blend of `elem`-byte lanes: lane `p` from `y` where `from_y(p)`, else from `x`,
+/// each at its own position.
+fn blend_mask(elem: usize, from_y: impl Fn(usize) -> bool) -> [u8; VECTOR_BYTES] {
+    std::array::from_fn(|i| {
+        let y = if from_y(i / elem) { VECTOR_BYTES } else { 0 };
+        (y + i) as u8
+    })
+}
+
+/// The mask of a permute of one register's `elem`-byte lanes: lane `j` of the output is lane
+/// `lane(j)` of `x`.
+fn permute_mask(elem: usize, lane: impl Fn(usize) -> usize) -> [u8; VECTOR_BYTES] {
+    std::array::from_fn(|i| (lane(i / elem) * elem + i % elem) as u8)
+}
+
+/// Whether the mask takes every byte from its own position of `x` or of `y`.
+fn is_blend(mask: &[u8; VECTOR_BYTES]) -> bool {
+    mask.iter()
+        .enumerate()
+        .all(|(i, &m)| m as usize % VECTOR_BYTES == i)
 }
 
 /// A stage that pairs registers `2p` and `2p + 1` and sends the first shuffle of each pair to
@@ -539,16 +742,49 @@ mod tests {
 
     #[test]
     fn gathers_fold_each_output_from_its_sources() {
-        // RGB f32: each output register takes lanes from all three strips, two shuffles each.
-        let rgb = Network::zip(3, 4);
-        assert_eq!(rgb.stages.len(), 2);
-        assert_eq!(rgb.stages.iter().map(Vec::len).sum::<usize>(), 6);
-        // Strips of 3 bytes: 16 lanes per register still come from three strips at most.
-        assert_eq!(Network::unzip(3, 1).stages.len(), 2);
-        // Every gather op writes an accumulator, never an input.
-        for network in [rgb, Network::unzip(7, 2), Network::zip(5, 1)] {
+        // Strips of 3 bytes: no single-instruction byte blend, so each output register is
+        // folded from the three strips its 16 lanes come from, two shuffles each.
+        let bytes = Network::unzip(3, 1);
+        assert_eq!(bytes.stages.len(), 2);
+        assert_eq!(bytes.stages.iter().map(Vec::len).sum::<usize>(), 6);
+        assert_eq!(bytes.cost(), 18);
+        // Every gather op writes a register of its own, never an input.
+        for network in [
+            bytes,
+            Network::unzip(7, 2),
+            Network::zip(5, 1),
+            Network::zip(3, 4),
+        ] {
             let ops = network.stages.iter().flatten();
             assert!(ops.into_iter().all(|op| op.out >= network.inputs));
         }
+    }
+
+    #[test]
+    fn gathers_of_wider_lanes_blend_and_permute() {
+        // RGB f32 unzipped: each plane blends its three source registers (two blends) and one
+        // permute puts its lanes in order; zipped: each strip is permuted once, and each
+        // output blends the three (two blends).
+        let unzip = Network::unzip(3, 4);
+        assert_eq!(unzip.stages.len(), 3);
+        assert_eq!(unzip.cost(), 3 * 2 + 3);
+        let zip = Network::zip(3, 4);
+        assert_eq!(zip.stages.len(), 3);
+        assert_eq!(zip.cost(), 3 + 3 * 2);
+        // Where the strip count is prime to the lane count, 2-byte elements blend too; six
+        // strips of eight lanes do not fit either way, and fold.
+        for k in [3, 5, 7] {
+            for network in [Network::zip(k, 2), Network::unzip(k, 2)] {
+                let ops = network.stages.iter().flatten().count();
+                assert_eq!(network.cost(), ops, "k {k}: only blends and permutes");
+            }
+        }
+        let six = Network::unzip(6, 2);
+        assert!(six.cost() > six.stages.iter().flatten().count());
+        // Blend masks take each byte from its own position, a pair at a time (`pblendw`).
+        let mask = blend_mask(2, |p| p % 3 == 0);
+        assert!(is_blend(&mask));
+        assert!(mask.chunks(2).all(|pair| pair[1] == pair[0] + 1));
+        assert!(!is_blend(&permute_mask(4, |j| 3 - j)));
     }
 }
