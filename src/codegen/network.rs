@@ -13,6 +13,10 @@
 
 use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
 
+mod gather;
+
+use gather::{is_blend, Gather};
+
 use super::convert::LaneIndex;
 use super::{Emitter, VECTOR_BYTES};
 
@@ -140,46 +144,10 @@ impl Network {
     }
 
     /// `k` input registers of `elem`-byte lanes into `k` outputs, lane `j` of output `r` being
-    /// lane `source(r, j) = (register, lane)` of the inputs: the cheapest of three
-    /// constructions ([`Network::cost`]). Two-register byte shuffles with any mask (`pshufb`
-    /// twice and `por`, or `vpermi2b`) fold each output from its sources
-    /// ([`Network::folded`]); where the lanes allow, blends (`pblendw`, lane for lane) and
-    /// one-register permutes (`pshufd`, `pshufb`) do it instead, which are single cheap
-    /// instructions: blending an output's sources, whose lanes sit at distinct positions, and
-    /// permuting the result (an unzip; [`Network::blended_then_permuted`]), or permuting each
-    /// input so that its lanes sit where the outputs want them and blending those (a zip;
-    /// [`Network::permuted_then_blended`]). Blends of single bytes are no single instruction,
-    /// so 1-byte elements fold.
+    /// lane `source(r, j) = (register, lane)` of the inputs: the cheapest [`Gather`]
+    /// construction.
     fn gather(k: usize, elem: usize, source: impl Fn(usize, usize) -> (usize, usize)) -> Network {
-        let lanes = VECTOR_BYTES / elem;
-        let sources: Vec<Vec<(usize, usize)>> = (0..k)
-            .map(|r| (0..lanes).map(|j| source(r, j)).collect())
-            .collect();
-        let order: Vec<Vec<usize>> = sources
-            .iter()
-            .map(|lanes| {
-                let mut regs: Vec<usize> = Vec::new();
-                for &(reg, _) in lanes {
-                    if !regs.contains(&reg) {
-                        regs.push(reg);
-                    }
-                }
-                regs
-            })
-            .collect();
-        let blended = (elem >= 2).then(|| {
-            [
-                Network::blended_then_permuted(elem, &sources, &order),
-                Network::permuted_then_blended(elem, &sources, &order),
-            ]
-        });
-        blended
-            .into_iter()
-            .flatten()
-            .flatten()
-            .chain([Network::folded(elem, &sources, &order)])
-            .min_by_key(Network::cost)
-            .expect("the folded network is always there")
+        Gather::new(k, elem, source).cheapest()
     }
 
     /// What a network costs, about: a shuffle of two registers with any byte mask counts three
@@ -194,201 +162,6 @@ impl Network {
                 _ => 1,
             })
             .sum()
-    }
-
-    /// The gather of `sources` as blends, then a permute per output: output `r`'s sources are
-    /// blended lane for lane into its accumulator (`k + r`), which then holds each of its lanes
-    /// where its source held it, and one permute puts them in order. `None` unless every
-    /// output's lanes come from distinct positions of their registers (so they fit one
-    /// register where they are).
-    fn blended_then_permuted(
-        elem: usize,
-        sources: &[Vec<(usize, usize)>],
-        order: &[Vec<usize>],
-    ) -> Option<Network> {
-        let k = sources.len();
-        let lanes = VECTOR_BYTES / elem;
-        let mut stages: Vec<Vec<Op>> = Vec::new();
-        for (r, lanes_of) in sources.iter().enumerate() {
-            // Which register holds each position of the accumulator.
-            let mut holder = vec![None; lanes];
-            for &(reg, lane) in lanes_of {
-                if holder[lane].replace(reg).is_some() {
-                    return None;
-                }
-            }
-            let regs = &order[r];
-            let acc = k + r;
-            let mut ops: Vec<Op> = regs
-                .windows(2)
-                .enumerate()
-                .map(|(s, pair)| {
-                    let x = if s == 0 { pair[0] } else { acc };
-                    Op {
-                        x,
-                        y: pair[1],
-                        shuffle: Shuffle::Bytes {
-                            mask: blend_mask(elem, |p| holder[p] == Some(pair[1])),
-                        },
-                        out: acc,
-                    }
-                })
-                .collect();
-            // The permute, unless the lanes are in order already (and the blends wrote them).
-            let mask = permute_mask(elem, |j| lanes_of[j].1);
-            if regs.len() == 1 || !is_blend(&mask) {
-                let from = if regs.len() == 1 { regs[0] } else { acc };
-                ops.push(Op {
-                    x: from,
-                    y: from,
-                    shuffle: Shuffle::Bytes { mask },
-                    out: acc,
-                });
-            }
-            for (s, op) in ops.into_iter().enumerate() {
-                if stages.len() <= s {
-                    stages.push(Vec::new());
-                }
-                stages[s].push(op);
-            }
-        }
-        Some(Network {
-            inputs: k,
-            registers: 2 * k,
-            stages,
-            outputs: (k..2 * k).collect(),
-        })
-    }
-
-    /// The gather of `sources` as a permute per input, then blends: input `i` is permuted
-    /// (into register `k + i`) so that each of its lanes sits at the position its output wants
-    /// it, and each output (`2k + r`) blends its permuted sources lane for lane. `None` unless
-    /// the lanes of every input go to distinct positions.
-    fn permuted_then_blended(
-        elem: usize,
-        sources: &[Vec<(usize, usize)>],
-        order: &[Vec<usize>],
-    ) -> Option<Network> {
-        let k = sources.len();
-        let lanes = VECTOR_BYTES / elem;
-        // For each input, which of its lanes each position takes.
-        let mut wanted = vec![vec![None; lanes]; k];
-        for lanes_of in sources {
-            for (j, &(reg, lane)) in lanes_of.iter().enumerate() {
-                if wanted[reg][j].replace(lane).is_some() {
-                    return None;
-                }
-            }
-        }
-        // Positions no output takes from an input keep their lane; an input whose lanes all
-        // stay is used as it is.
-        let masks: Vec<[u8; VECTOR_BYTES]> = wanted
-            .iter()
-            .map(|wants| permute_mask(elem, |j| wants[j].unwrap_or(j)))
-            .collect();
-        let permuted = |i: usize| if is_blend(&masks[i]) { i } else { k + i };
-        let permutes = (0..k)
-            .filter(|&i| permuted(i) != i)
-            .map(|i| Op {
-                x: i,
-                y: i,
-                shuffle: Shuffle::Bytes { mask: masks[i] },
-                out: k + i,
-            })
-            .collect();
-        let mut stages = vec![permutes];
-        for (r, lanes_of) in sources.iter().enumerate() {
-            let regs = &order[r];
-            let out = 2 * k + r;
-            let blends = regs.windows(2).enumerate().map(|(s, pair)| Op {
-                x: if s == 0 { permuted(pair[0]) } else { out },
-                y: permuted(pair[1]),
-                shuffle: Shuffle::Bytes {
-                    mask: blend_mask(elem, |p| lanes_of[p].0 == pair[1]),
-                },
-                out,
-            });
-            // A single source is its permuted register, copied by a blend with itself.
-            let blends: Vec<Op> = match regs.len() {
-                1 => vec![Op {
-                    x: permuted(regs[0]),
-                    y: permuted(regs[0]),
-                    shuffle: Shuffle::Bytes {
-                        mask: blend_mask(elem, |_| false),
-                    },
-                    out,
-                }],
-                _ => blends.collect(),
-            };
-            for (s, op) in blends.into_iter().enumerate() {
-                if stages.len() <= s + 1 {
-                    stages.push(Vec::new());
-                }
-                stages[s + 1].push(op);
-            }
-        }
-        Some(Network {
-            inputs: k,
-            registers: 3 * k,
-            stages,
-            outputs: (2 * k..3 * k).collect(),
-        })
-    }
-
-    /// The gather of `sources` folded: output `r` is folded from the input registers its
-    /// lanes come from, in order of first use: the first stage shuffles the first two into an
-    /// accumulator register (`k + r`), each later stage shuffles in one more.
-    fn folded(elem: usize, sources: &[Vec<(usize, usize)>], order: &[Vec<usize>]) -> Network {
-        let k = sources.len();
-        let depth = order
-            .iter()
-            .map(|regs| regs.len().max(2) - 1)
-            .max()
-            .unwrap_or(1);
-        let stages = (0..depth)
-            .map(|stage| {
-                (0..k)
-                    .filter(|&r| stage == 0 || stage + 1 < order[r].len())
-                    .map(|r| {
-                        let regs = &order[r];
-                        // Stage 0 picks from the first two sources (one, twice, when the output
-                        // has a single source); stage `s` keeps what the accumulator holds and
-                        // adds the lanes of source `s + 1`.
-                        let (x, y) = match stage {
-                            0 => (regs[0], regs[regs.len().min(2) - 1]),
-                            s => (k + r, regs[s + 1]),
-                        };
-                        let mut mask = [0u8; VECTOR_BYTES];
-                        for (j, &(reg, lane)) in sources[r].iter().enumerate() {
-                            let from = if reg == y && (stage > 0 || x != y) {
-                                VECTOR_BYTES + lane * elem
-                            } else if stage == 0 && reg == x {
-                                lane * elem
-                            } else if stage > 0 {
-                                j * elem
-                            } else {
-                                continue;
-                            };
-                            for b in 0..elem {
-                                mask[j * elem + b] = (from + b) as u8;
-                            }
-                        }
-                        Op {
-                            x,
-                            y,
-                            shuffle: Shuffle::Bytes { mask },
-                            out: k + r,
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        Network {
-            inputs: k,
-            registers: 2 * k,
-            stages,
-            outputs: (k..2 * k).collect(),
-        }
     }
 
     /// Where every byte ends up: `result[o][i] = (register, byte)` of the input that byte `i`
@@ -427,28 +200,6 @@ impl Network {
         }
         self.outputs.iter().map(|&o| regs[o].clone()).collect()
     }
-}
-
-/// The mask of a blend of `elem`-byte lanes: lane `p` from `y` where `from_y(p)`, else from `x`,
-/// each at its own position.
-fn blend_mask(elem: usize, from_y: impl Fn(usize) -> bool) -> [u8; VECTOR_BYTES] {
-    std::array::from_fn(|i| {
-        let y = if from_y(i / elem) { VECTOR_BYTES } else { 0 };
-        (y + i) as u8
-    })
-}
-
-/// The mask of a permute of one register's `elem`-byte lanes: lane `j` of the output is lane
-/// `lane(j)` of `x`.
-fn permute_mask(elem: usize, lane: impl Fn(usize) -> usize) -> [u8; VECTOR_BYTES] {
-    std::array::from_fn(|i| (lane(i / elem) * elem + i % elem) as u8)
-}
-
-/// Whether the mask takes every byte from its own position of `x` or of `y`.
-fn is_blend(mask: &[u8; VECTOR_BYTES]) -> bool {
-    mask.iter()
-        .enumerate()
-        .all(|(i, &m)| m as usize % VECTOR_BYTES == i)
 }
 
 /// A stage that pairs registers `2p` and `2p + 1` and sends the first shuffle of each pair to
@@ -662,6 +413,7 @@ impl Emitter<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::gather::{blend_mask, permute_mask};
     use super::*;
 
     /// Checks that output register `r` holds, lane after lane, consecutive destination elements,
