@@ -748,6 +748,30 @@ fn tuning_measures_the_candidates_then_keeps_one() {
 }
 
 #[test]
+fn large_destinations_that_do_not_stream_are_tuned_too() {
+    use relayout::Target;
+    // A 9 MB transpose on a machine whose cache holds it (streaming from 1 GiB): its blockings
+    // with ordinary stores are still measured, from 8 MiB of destination.
+    let roomy = Target {
+        stream_min_bytes: 1 << 30,
+        ..Target::host()
+    };
+    let src = Layout::row_major(&[1100, 2048]).unwrap();
+    let dst = Layout::col_major(&[1100, 2048]).unwrap();
+    let runs = tune_to_the_end(&src, &dst, roomy);
+    assert!(runs >= 14, "at least two candidates, seven runs each");
+    // Under 8 MiB, nothing is measured.
+    let small = Layout::row_major(&[900, 2048]).unwrap();
+    let small_t = Layout::col_major(&[900, 2048]).unwrap();
+    let options = relayout::Options::new()
+        .elem_size(4)
+        .tune(true)
+        .target(roomy);
+    let r = relayout::compile_relayout_with(&small, &small_t, options).unwrap();
+    assert!(r.tactics().is_some(), "a small destination is not tuned");
+}
+
+#[test]
 fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     use relayout::plan::{LargeWrites, Plan, Tactics};
     // NHWC -> NCHW16c of 9.6 MB: 64-byte copies into four places at once.
