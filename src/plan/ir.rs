@@ -181,7 +181,7 @@ pub enum Flush {
 /// into another strip's register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ZipTile {
-    /// The short loop (2 to `lanes - 1` strips), contiguous on the interleaved side.
+    /// The short loop (2 to `lanes` strips), contiguous on the interleaved side.
     pub short: Loop,
     /// The long loop along each strip.
     pub long: Loop,

@@ -284,7 +284,7 @@ impl Plan {
             elem_size,
             dst_elem_size,
             converts: conversion.is_some(),
-            per_index: per_index.is_some(),
+            zips: per_index.is_none() && packed.is_none(),
             target,
             large: packed.map_or(dst.cosize().saturating_mul(dst_elem_size), |p| {
                 p.bytes_for(dst.cosize())

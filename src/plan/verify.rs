@@ -36,7 +36,7 @@ pub enum Rule {
     TileStrides,
     /// A tile kernel's lanes fill exactly one vector of the target.
     Lanes,
-    /// A zip or unzip has at least 2 strips, fewer than its lanes.
+    /// A zip or unzip has at least 2 strips, no more than its lanes.
     Strips,
     /// A staging buffer fits the target's limit.
     StageLimit,
@@ -306,10 +306,10 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
     }
 }
 
-/// At least 2 strips, fewer than the lanes.
+/// At least 2 strips, no more than the lanes.
 fn strips(tile: ZipTile) -> RegionCheck {
     let k = tile.short.extent;
-    if (2..tile.lanes).contains(&k) {
+    if (2..=tile.lanes).contains(&k) {
         Ok(())
     } else {
         Err((
