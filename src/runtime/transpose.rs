@@ -273,6 +273,17 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
             .wrapping_offset(i as isize * self.stage_stride + (j * SIZE) as isize)
     }
 
+    /// The tile that starts at element `(i, j)`, storing its rows from `first_row` on.
+    fn tile_at(&self, i: usize, j: usize, first_row: usize) -> TileAt {
+        TileAt {
+            src: self.from(i, j),
+            src_stride: self.src_stride,
+            dst: self.to(i, j),
+            dst_stride: self.stage_stride,
+            first_row,
+        }
+    }
+
     /// The whole `Large` tiles, then whole `Small` tiles along the edges they leave, then the
     /// edges past those ([`Block::edges`]). `Large` tiles are a whole number of `Small` ones on
     /// each side.
@@ -311,11 +322,10 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
         let (a, b) = (self.a, self.b);
         // The tile that ends at the last row of the stage, and the first of its rows to store.
         let last_rows = (a > small_a && a >= lanes).then(|| (a - lanes, small_a + lanes - a));
-        let last_columns = (b > small_b && b >= lanes).then_some(b - lanes);
+        let last_columns = (b > small_b && b >= lanes).then(|| b - lanes);
         let tile = |i: usize, j: usize, first_row: usize| {
-            let (from, to) = (self.from(i, j), self.to(i, j));
             // SAFETY: the tile lies in the block, which the caller promises.
-            unsafe { T::transpose(from, self.src_stride, to, self.stage_stride, first_row) }
+            unsafe { T::transpose(self.tile_at(i, j, first_row)) }
         };
         let elements = |is: Range<usize>, js: Range<usize>| {
             for j in js {
@@ -349,9 +359,8 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
     #[inline(always)]
     unsafe fn tiles<T: Tile>(&self, is: Range<usize>, js: Range<usize>) {
         let tile = |i: usize, j: usize| {
-            let (from, to) = (self.from(i, j), self.to(i, j));
             // SAFETY: the caller's promise.
-            unsafe { T::transpose(from, self.src_stride, to, self.stage_stride, 0) }
+            unsafe { T::transpose(self.tile_at(i, j, 0)) }
         };
         if ACROSS {
             for i in is.step_by(T::LANES) {
@@ -371,18 +380,27 @@ trait Tile {
     /// Elements on a side.
     const LANES: usize;
 
-    /// Transposes the tile at `src` into `dst`, storing its rows from `first_row` on.
+    /// Transposes the tile `at` says.
     ///
     /// # Safety
     /// Each of the rows must be valid for the tile's width at both sides, and the sides must
     /// not overlap; the CPU must have the tile's features.
-    unsafe fn transpose(
-        src: *const u8,
-        src_stride: isize,
-        dst: *mut u8,
-        dst_stride: isize,
-        first_row: usize,
-    );
+    unsafe fn transpose(at: TileAt);
+}
+
+/// Where a register tile's rows are read and its columns written, and which of those it
+/// stores.
+#[derive(Clone, Copy)]
+struct TileAt {
+    src: *const u8,
+    /// Bytes from one source row to the next.
+    src_stride: isize,
+    dst: *mut u8,
+    /// Bytes from one destination row to the next.
+    dst_stride: isize,
+    /// The first destination row stored (a tile at an edge stores only the rows past the whole
+    /// tiles before it).
+    first_row: usize,
 }
 
 /// A tile of 16-byte rows: `LANES` (`16 / SIZE`) elements of `SIZE` bytes on a side, shuffled
@@ -393,16 +411,9 @@ impl<const SIZE: usize, const LANES: usize> Tile for Narrow<SIZE, LANES> {
     const LANES: usize = LANES;
 
     #[inline(always)]
-    unsafe fn transpose(
-        src: *const u8,
-        src_stride: isize,
-        dst: *mut u8,
-        dst_stride: isize,
-        first_row: usize,
-    ) {
-        let (src, dst) = ((src, src_stride), (dst, dst_stride));
+    unsafe fn transpose(at: TileAt) {
         // SAFETY: the caller's promise.
-        unsafe { transpose_tile::<Vector, SIZE, LANES>(src, dst, first_row) }
+        unsafe { transpose_tile::<Vector, SIZE, LANES>(at) }
     }
 }
 
@@ -419,44 +430,20 @@ impl<const SIZE: usize> Tile for Wide<SIZE> {
     const LANES: usize = 32 / SIZE;
 
     #[inline(always)]
-    unsafe fn transpose(
-        src: *const u8,
-        src_stride: isize,
-        dst: *mut u8,
-        dst_stride: isize,
-        first_row: usize,
-    ) {
-        let rows = WideRows {
-            src,
-            src_stride,
-            dst,
-            dst_stride,
-            first_row,
-        };
+    unsafe fn transpose(at: TileAt) {
         // SAFETY: the caller's promise.
         unsafe {
             match SIZE {
-                4 => rows.transpose_8x8_f32(),
-                _ => rows.transpose_4x4_f64(),
+                4 => at.transpose_8x8_f32(),
+                _ => at.transpose_4x4_f64(),
             }
         }
     }
 }
 
-/// Where a [`Wide`] tile's rows are read and its columns written.
+/// The rows of a [`Wide`] tile.
 #[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct WideRows {
-    src: *const u8,
-    src_stride: isize,
-    dst: *mut u8,
-    dst_stride: isize,
-    /// The first destination row stored.
-    first_row: usize,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl WideRows {
+impl TileAt {
     /// Source row `k`.
     ///
     /// # Safety
@@ -643,22 +630,24 @@ impl TileRows for Sse2 {
     }
 }
 
-/// One register tile: `LANES` (`16 / SIZE`) rows of 16 bytes from `src` (an address and the
-/// bytes between rows) become the columns of the rows at `dst`, of which those from
-/// `first_row` on are stored. Each stage
-/// interleaves pairs of rows in units of one, two, four… elements; after the last, column `c`
-/// is in the row at the bit-reversed position of `c`. Every size and count is a constant here,
-/// so the stages unroll into the shuffles alone.
+/// One register tile: `LANES` (`16 / SIZE`) rows of 16 bytes at the source become the
+/// columns of the rows at the destination, of which those from `at.first_row` on are stored.
+/// Each stage interleaves pairs of rows in units of one, two, four… elements; after the last,
+/// column `c` is in the row at the bit-reversed position of `c`. Every size and count is a
+/// constant here, so the stages unroll into the shuffles alone.
 ///
 /// # Safety
 /// Each of the rows must be valid for the vector at both sides, and the sides must not
 /// overlap; the CPU must have `V`'s features.
 #[inline(always)]
-unsafe fn transpose_tile<V: TileRows, const SIZE: usize, const LANES: usize>(
-    (src, src_stride): (*const u8, isize),
-    (dst, dst_stride): (*mut u8, isize),
-    first_row: usize,
-) {
+unsafe fn transpose_tile<V: TileRows, const SIZE: usize, const LANES: usize>(at: TileAt) {
+    let TileAt {
+        src,
+        src_stride,
+        dst,
+        dst_stride,
+        first_row,
+    } = at;
     // The rows' addresses one stride after another (a pointer moved on, where multiples of
     // the stride kept for every row would not all fit in registers).
     // SAFETY: the caller's promise.
