@@ -824,6 +824,21 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
 }
 
 #[test]
+fn channels_past_the_lanes_finish_their_blocks_with_edge_tiles() {
+    // NHWC <-> NCHW with more channels than lanes and not a whole number of tiles, large
+    // enough that every element size takes the runtime's block transpose (past the emitted
+    // tiles' limit), whose edges are tiles that overlap the whole ones: every element lands
+    // where the reference puts it, and only there.
+    for k in [5usize, 6, 7, 9, 13] {
+        let shape = [2, k, 1531];
+        let planar = Layout::row_major(&shape).unwrap();
+        let interleaved = Layout::ordered(&shape, &[0, 2, 1]).unwrap();
+        check_pair(&planar, &interleaved);
+        check_pair(&interleaved, &planar);
+    }
+}
+
+#[test]
 fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
     use relayout::plan::{Kernel, Plan};
     // k strips of n elements interleaved (NCHW -> NHWC with k channels, RGB pixels) and back,
