@@ -364,6 +364,64 @@ fn streamed_candidates_along_and_across_source_rows() {
 }
 
 #[test]
+fn streamed_tile_candidates_match_the_reference() {
+    use relayout::plan::{BlockWrite, Plan, Tactics, Tiling};
+    let streamed_tiles: Vec<Tactics> = Tactics::CANDIDATES
+        .into_iter()
+        .filter(|t| matches!(t.tiling, Tiling::Fixed(b) if b.write == BlockWrite::StreamedTiles))
+        .collect();
+    assert!(!streamed_tiles.is_empty());
+    // Destination rows of 1088 elements start a cache line each (where the tiles stream);
+    // rows of 1100 f32 start one every fourth row, of 1100 f64 every other row. 2050 source
+    // rows leave partial tiles and blocks.
+    for rows in [1088, 1100] {
+        let src = Layout::row_major(&[rows, 2050]).unwrap();
+        let dst = Layout::col_major(&[rows, 2050]).unwrap();
+        for &tactics in &streamed_tiles {
+            for elem_size in [4, 8] {
+                let target = common::streams_from_8_mib();
+                let plan = Plan::with_tactics(&src, &dst, elem_size, tactics, target).unwrap();
+                let text = plan.to_string();
+                assert!(text.contains("streaming whole lines"), "{text}");
+                assert!(plan.streams(), "{text}");
+                check_plan_moves_of(&plan, &src, &dst);
+            }
+            let pin = common::Pin {
+                tactics,
+                target: common::streams_from_8_mib(),
+            };
+            check_line_aligned::<u32>(&src, &dst, pin);
+            check_line_aligned::<u64>(&src, &dst, pin);
+        }
+    }
+}
+
+/// Runs `src` → `dst` pinned to `pin` into a destination that starts a cache line, and compares
+/// it with the reference.
+fn check_line_aligned<T: relayout::Element + PartialEq + std::fmt::Debug>(
+    src: &Layout,
+    dst: &Layout,
+    pin: common::Pin,
+) {
+    use relayout::{compile_relayout_with, reference, Options};
+    let a: Vec<T> = common::pattern(src.cosize());
+    let mut want = vec![T::from_bits(0); dst.cosize()];
+    reference::relayout(src, &a, dst, &mut want, None).unwrap();
+    let options = pin.apply(Options::new().elem_size(std::mem::size_of::<T>()));
+    let r = compile_relayout_with(src, dst, options).unwrap();
+    let mut buffer = vec![T::from_bits(0); dst.cosize() + 64];
+    let start = buffer.as_ptr().align_offset(64);
+    let got = &mut buffer[start..start + dst.cosize()];
+    r.run(&a, got).unwrap();
+    assert!(
+        *got == want,
+        "{} bytes, {:?}: differs from the reference",
+        std::mem::size_of::<T>(),
+        pin.tactics
+    );
+}
+
+#[test]
 fn long_copies_are_split_and_correct() {
     let src = Layout::row_major(&[3, 70_001]).unwrap();
     check_pair(&src, &src);

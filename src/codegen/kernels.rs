@@ -10,7 +10,7 @@ use crate::plan::{
     CopyWrite, Flush, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
     ZipWrite, SINGLE,
 };
-use crate::runtime::BlockTranspose;
+use crate::runtime::{BlockTranspose, TileStores};
 
 /// Zip and unzip groups up to this many are straight-line code rather than a loop.
 const MAX_UNROLLED_TILES: usize = 4;
@@ -86,7 +86,11 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::InPlace,
-            } => self.transpose_block(tile, s, d),
+            } => self.transpose_block(tile, TileStores::Cached, s, d),
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Streamed,
+            } => self.transpose_block(tile, TileStores::Streamed, s, d),
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
@@ -338,7 +342,7 @@ impl Emitter<'_> {
             row_stride: b.src_stride * size,
         };
         let fill = |e: &mut Self, stage: Value| {
-            e.transpose_block(into_stage, s, stage);
+            e.transpose_block(into_stage, TileStores::Cached, s, stage);
             e.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
         };
         match flush {
@@ -357,10 +361,11 @@ impl Emitter<'_> {
     /// The transpose `tile` from `s` to `d` (the destination, or a staging buffer): by a call
     /// of the runtime's block transpose where the elements move as they are (no conversion in
     /// registers), the tiles are whole vectors of contiguous source elements and the plan takes
-    /// its tiles from the runtime ([`Tiles`]), else by tiles emitted here.
+    /// its tiles from the runtime ([`Tiles`]), else by tiles emitted here. Tiles store as
+    /// `stores` says where the runtime has such a routine, else with cached stores.
     ///
     /// [`Tiles`]: super::Tiles
-    fn transpose_block(&mut self, tile: TransposeTile, s: Value, d: Value) {
+    fn transpose_block(&mut self, tile: TransposeTile, stores: TileStores, s: Value, d: Value) {
         let size = self.src_size;
         let plain = self.route.is_none()
             && self.table.is_none()
@@ -369,7 +374,9 @@ impl Emitter<'_> {
         let vectors = tile.a.src_stride == 1
             && tile.b.dst_stride == 1
             && tile.lanes as i64 * size == VECTOR_BYTES as i64;
-        let routine = BlockTranspose::of(size as usize, self.goes_across(tile));
+        let across = self.goes_across(tile);
+        let routine = BlockTranspose::of(size as usize, across, stores)
+            .or_else(|| BlockTranspose::of(size as usize, across, TileStores::Cached));
         match routine.filter(|_| plain && vectors) {
             Some(t) => {
                 let routine = self.block_transpose_routine(t);

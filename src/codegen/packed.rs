@@ -55,9 +55,11 @@ impl Emitter<'_> {
                     }
                 }
             }
+            // The planner lowers streamed tiles to tiles in place (nibbles take no streaming
+            // stores); were one left, it is stored in place.
             Kernel::Transpose {
                 tile,
-                write: TransposeWrite::InPlace,
+                write: TransposeWrite::InPlace | TransposeWrite::Streamed,
             } => self.nibble_transpose(tile, s, d),
             Kernel::Transpose {
                 tile,

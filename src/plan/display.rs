@@ -175,11 +175,15 @@ impl Nest<'_, '_> {
                     len * elem_size
                 ))
             }
-            Kernel::Transpose { tile, .. } => {
+            Kernel::Transpose { tile, write } => {
                 let (a, b, lanes) = (tile.a, tile.b, tile.lanes);
                 let walk = match tile.walk {
                     Walk::Across => " across source rows",
                     Walk::Along => "",
+                };
+                let stores = match write {
+                    TransposeWrite::Streamed => ", streaming whole lines",
+                    TransposeWrite::InPlace | TransposeWrite::Staged(_) => "",
                 };
                 let tiles = match plan.packed {
                     Some(_) => {
@@ -189,7 +193,7 @@ impl Nest<'_, '_> {
                     None => format!("{lanes}x{lanes} register"),
                 };
                 self.line(format_args!(
-                    "transpose {tiles} tiles{walk}: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
+                    "transpose {tiles} tiles{walk}{stores}: a {} (src += 1, dst += {}) x b {} (src += {}, dst += 1)",
                     a.extent, a.dst_stride, b.extent, b.src_stride
                 ))
             }

@@ -159,6 +159,11 @@ pub enum Walk {
 pub enum TransposeWrite {
     /// Each register tile straight to its place in the destination.
     InPlace,
+    /// Each register tile straight to its place in the destination with streaming stores, a
+    /// whole cache line of each destination row at a time (tiles 64 bytes wide along `b`, of
+    /// 4- and 8-byte elements, where the CPU has AVX; elsewhere, and for the elements past the
+    /// whole tiles, stored as [`TransposeWrite::InPlace`] stores them).
+    Streamed,
     /// The whole block into the staging buffer, one row per destination run, then the runs out
     /// one after another.
     Staged(Flush),
@@ -311,7 +316,7 @@ impl Kernel {
                 write: CopyWrite::Streamed { .. },
                 ..
             } | Kernel::Transpose {
-                write: TransposeWrite::Staged(Flush::Streamed),
+                write: TransposeWrite::Staged(Flush::Streamed) | TransposeWrite::Streamed,
                 ..
             } | Kernel::Zip {
                 write: ZipWrite::StreamedTile | ZipWrite::StreamedRun { .. },

@@ -62,6 +62,12 @@ impl Context {
         self.large && self.tactics.large_writes.streams()
     }
 
+    /// Whether register tiles can stream straight to the destination
+    /// ([`TransposeWrite::Streamed`]): 4- and 8-byte elements that move as they are.
+    fn streams_tiles(&self) -> bool {
+        !self.converts && matches!(self.elem_size, 4 | 8)
+    }
+
     /// Whether a staging buffer of `elements` destination elements fits the target's limit.
     fn fits(&self, elements: usize) -> bool {
         elements.saturating_mul(self.dst_elem_size) <= self.target.stage_limit_bytes
@@ -456,6 +462,7 @@ fn block_transpose(
         let write = match blocking.write {
             BlockWrite::Streamed if cx.large && fits => TransposeWrite::Staged(Flush::Streamed),
             BlockWrite::Staged if fits => TransposeWrite::Staged(Flush::Copied),
+            BlockWrite::StreamedTiles if cx.large && cx.streams_tiles() => TransposeWrite::Streamed,
             _ => TransposeWrite::InPlace,
         };
         Kernel::Transpose {

@@ -1,7 +1,8 @@
 //! Routines the generated code calls: stores that bypass the cache (non-temporal stores) and
 //! prefetches, which Cranelift cannot emit, conversions of staged rows in vectors wider than
 //! Cranelift's ([`RowConversion`]), and the register tiles of transposes
-//! ([`BlockTranspose`]), compiled once instead of into every kernel. Kernels for large destinations finish a block of the destination in a
+//! ([`BlockTranspose`]; some of them stream whole lines straight to the destination,
+//! [`TileStores::Streamed`]), compiled once instead of into every kernel. Kernels for large destinations finish a block of the destination in a
 //! small staging buffer (or read a contiguous source run directly) and hand it to
 //! [`stream_rows`], once per block, which writes it out with streaming stores.
 //!
@@ -16,7 +17,7 @@ mod rows;
 mod transpose;
 
 pub(crate) use rows::RowConversion;
-pub(crate) use transpose::BlockTranspose;
+pub(crate) use transpose::{BlockTranspose, TileStores};
 
 /// The symbol under which the JIT module resolves [`stream_rows`].
 pub(crate) const STREAM_ROWS: &str = "relayout_stream_rows";

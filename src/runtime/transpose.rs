@@ -35,13 +35,15 @@
 //! against 0.83–0.84, the 256³ reversal 0.98–1.04 against 1.17–1.18; 8000² f64 0.75–0.79
 //! against 0.76–0.77.
 //! [`BlockTranspose`] names the routines: one per element size and order of the tiles
-//! ([`Walk`](crate::plan::Walk)).
+//! ([`Walk`](crate::plan::Walk)), and for 4- and 8-byte elements one more per order whose tiles
+//! are 64 bytes wide at the destination and stream each line whole ([`Lines`],
+//! [`TileStores::Streamed`]).
 
 use std::ops::Range;
 
 /// A routine that transposes a block into the destination or a staging buffer (the stage): its
-/// element size and whether it visits the tiles across the source rows (each step along them
-/// finishes whole stage rows) or along them.
+/// element size, whether it visits the tiles across the source rows (each step along them
+/// finishes whole stage rows) or along them, and how its tiles store.
 ///
 /// The routine is called like the streaming routine, with six 64-bit arguments: the source
 /// block, the stage, the block's extent along the source rows (`a`, the stage's rows), its
@@ -55,11 +57,26 @@ pub(crate) struct BlockTranspose {
     pub(crate) elem_size: usize,
     /// Whether the tiles go across the source rows (tiles along `b` inside), else along them.
     pub(crate) across: bool,
+    /// How the tiles store their rows.
+    pub(crate) stores: TileStores,
+}
+
+/// How a block transpose's tiles store their rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TileStores {
+    /// Ordinary stores, which keep the rows in the cache: into a staging buffer, or into a
+    /// destination small enough to stay there.
+    Cached,
+    /// Streaming (non-temporal) stores of whole destination lines straight from registers
+    /// ([`Lines`] tiles, for 4- and 8-byte elements where the CPU has AVX): no staging buffer,
+    /// no read of the destination for ownership. Rows that do not start a line, and the edges
+    /// past the whole tiles, store ordinarily.
+    Streamed,
 }
 
 /// The instance of the generic routine `$routine` for the element size and tile order of the
 /// [`BlockTranspose`] `$t`, whose tiles of 4- and 8-byte elements are `$four` and `$eight` (16-byte
-/// ones finish what those leave).
+/// ones finish what those leave; 1- and 2-byte elements take 16-byte tiles alone).
 macro_rules! instance {
     ($routine:ident, $t:expr, $four:ty, $eight:ty) => {
         match ($t.elem_size, $t.across) {
@@ -77,38 +94,55 @@ macro_rules! instance {
 
 impl BlockTranspose {
     /// Every routine, in the order the JIT module declares them.
-    pub(crate) const ALL: [BlockTranspose; 8] = [
-        BlockTranspose::new(1, false),
-        BlockTranspose::new(1, true),
-        BlockTranspose::new(2, false),
-        BlockTranspose::new(2, true),
-        BlockTranspose::new(4, false),
-        BlockTranspose::new(4, true),
-        BlockTranspose::new(8, false),
-        BlockTranspose::new(8, true),
+    pub(crate) const ALL: [BlockTranspose; 12] = [
+        BlockTranspose::new(1, false, TileStores::Cached),
+        BlockTranspose::new(1, true, TileStores::Cached),
+        BlockTranspose::new(2, false, TileStores::Cached),
+        BlockTranspose::new(2, true, TileStores::Cached),
+        BlockTranspose::new(4, false, TileStores::Cached),
+        BlockTranspose::new(4, true, TileStores::Cached),
+        BlockTranspose::new(8, false, TileStores::Cached),
+        BlockTranspose::new(8, true, TileStores::Cached),
+        BlockTranspose::new(4, false, TileStores::Streamed),
+        BlockTranspose::new(4, true, TileStores::Streamed),
+        BlockTranspose::new(8, false, TileStores::Streamed),
+        BlockTranspose::new(8, true, TileStores::Streamed),
     ];
 
-    const fn new(elem_size: usize, across: bool) -> BlockTranspose {
-        BlockTranspose { elem_size, across }
+    const fn new(elem_size: usize, across: bool, stores: TileStores) -> BlockTranspose {
+        BlockTranspose {
+            elem_size,
+            across,
+            stores,
+        }
     }
 
-    /// The routine for `elem_size`-byte elements, if the runtime has one that beats emitted
-    /// tiles on this CPU: for 1- and 2-byte elements always, for 4- and 8-byte ones where it
-    /// has 32-byte vectors ([`Wide`] tiles).
-    pub(crate) fn of(elem_size: usize, across: bool) -> Option<BlockTranspose> {
-        let t = BlockTranspose::new(elem_size, across);
-        let fast = elem_size <= 2 || Encoding::has_wide_tiles();
+    /// The routine for `elem_size`-byte elements whose tiles store as `stores` says, if the
+    /// runtime has one that beats emitted tiles on this CPU: with cached stores, for 1- and
+    /// 2-byte elements always, for 4- and 8-byte ones where it has 32-byte vectors ([`Wide`]
+    /// tiles); with streamed stores, for 4- and 8-byte elements there ([`Lines`] tiles).
+    pub(crate) fn of(elem_size: usize, across: bool, stores: TileStores) -> Option<BlockTranspose> {
+        let t = BlockTranspose::new(elem_size, across, stores);
+        let fast = match stores {
+            TileStores::Cached => elem_size <= 2 || Encoding::has_wide_tiles(),
+            TileStores::Streamed => Encoding::has_wide_tiles(),
+        };
         (BlockTranspose::ALL.contains(&t) && fast).then_some(t)
     }
 
     /// Where the routine comes in [`BlockTranspose::ALL`].
     pub(crate) fn position(self) -> usize {
-        (self.elem_size.trailing_zeros() as usize) * 2 + usize::from(self.across)
+        let size = self.elem_size.trailing_zeros() as usize;
+        let across = usize::from(self.across);
+        match self.stores {
+            TileStores::Cached => size * 2 + across,
+            TileStores::Streamed => 8 + (size - 2) * 2 + across,
+        }
     }
 
     /// The symbol under which the JIT module resolves the routine.
     pub(crate) fn symbol(self) -> &'static str {
-        const SYMBOLS: [&str; 8] = [
+        const SYMBOLS: [&str; 12] = [
             "relayout_transpose_block_1_along",
             "relayout_transpose_block_1_across",
             "relayout_transpose_block_2_along",
@@ -117,11 +151,16 @@ impl BlockTranspose {
             "relayout_transpose_block_4_across",
             "relayout_transpose_block_8_along",
             "relayout_transpose_block_8_across",
+            "relayout_transpose_block_4_along_streamed",
+            "relayout_transpose_block_4_across_streamed",
+            "relayout_transpose_block_8_along_streamed",
+            "relayout_transpose_block_8_across_streamed",
         ];
         SYMBOLS[self.position()]
     }
 
-    /// The routine's address: in the first of [`Encoding::PREFERRED`] the CPU runs.
+    /// The routine's address: in the first of [`Encoding::PREFERRED`] the CPU runs (a routine
+    /// with streamed stores on a CPU without AVX stores its tiles as the cached one does).
     pub(crate) fn routine(self) -> *const u8 {
         let routine = Encoding::PREFERRED
             .into_iter()
@@ -135,9 +174,10 @@ impl BlockTranspose {
         match encoding {
             Encoding::Baseline => Some(self.baseline()),
             #[cfg(target_arch = "x86_64")]
-            Encoding::Vex if Encoding::has_wide_tiles() => {
-                Some(instance!(transpose_block_vex, self, Wide<4>, Wide<8>))
-            }
+            Encoding::Vex if Encoding::has_wide_tiles() => Some(match self.stores {
+                TileStores::Cached => instance!(transpose_block_vex, self, Wide<4>, Wide<8>),
+                TileStores::Streamed => instance!(transpose_block_vex, self, Lines<4>, Lines<8>),
+            }),
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex => None,
         }
@@ -441,7 +481,45 @@ impl<const SIZE: usize> Tile for Wide<SIZE> {
     }
 }
 
-/// The rows of a [`Wide`] tile.
+/// A tile of 64-byte destination rows, whole cache lines, streamed straight from registers: 16
+/// × 16 elements of 4 bytes or 8 × 8 of 8, as two bands of destination rows, each the columns
+/// of two [`Wide`] tiles (the band's source columns in the top and bottom halves of the source
+/// rows) stored side by side, so that each line is written whole by two consecutive streaming
+/// stores. A tile that stores only half a line (a [`Wide`] one) leaves the write-combining
+/// buffer to wait for the other half: on a 2-core Intel Xeon VM (family 6, model 167), a 2048
+/// × 4096 f64 transpose stored in place that way moved 8.7 GB/s at best, whole lines 10.8, and
+/// staged blocks streamed out 8.3 (`relayout bench` with a tuning file per blocking, runs of
+/// 128 to 512 bytes in blocks of 4 to 16 KiB).
+#[cfg(target_arch = "x86_64")]
+struct Lines<const SIZE: usize>;
+
+#[cfg(target_arch = "x86_64")]
+impl<const SIZE: usize> Tile for Lines<SIZE> {
+    const LANES: usize = LINE / SIZE;
+
+    #[inline(always)]
+    unsafe fn transpose(at: TileAt) {
+        // SAFETY: the caller's promise; each half of the tile lies in it.
+        unsafe {
+            for band in 0..2 {
+                match SIZE {
+                    4 => at.store_lines(band * 8, at.half(band, 0).columns_8x8_f32(), {
+                        at.half(band, 8).columns_8x8_f32()
+                    }),
+                    _ => at.store_lines(band * 4, at.half(band, 0).columns_4x4_f64(), {
+                        at.half(band, 4).columns_4x4_f64()
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Bytes of a [`Lines`] tile's destination rows: a cache line.
+#[cfg(target_arch = "x86_64")]
+const LINE: usize = 64;
+
+/// The rows of [`Wide`] and [`Lines`] tiles.
 #[cfg(target_arch = "x86_64")]
 impl TileAt {
     /// Source row `k`.
@@ -469,12 +547,72 @@ impl TileAt {
         unsafe { std::arch::x86_64::_mm256_storeu_ps(p.cast(), v) }
     }
 
+    /// The [`Wide`] tile of a [`Lines`] tile that starts `row` source rows into it and holds
+    /// the source columns of destination band `band` (its top or bottom 32 bytes of each
+    /// source row).
+    #[inline(always)]
+    fn half(self, band: usize, row: usize) -> TileAt {
+        let offset = row as isize * self.src_stride + (band * LINE / 2) as isize;
+        TileAt {
+            src: self.src.wrapping_offset(offset),
+            ..self
+        }
+    }
+
+    /// Stores destination rows `first + k` (those of them stored) as `left[k]` then `right[k]`:
+    /// 64 bytes each, streamed where the row starts a cache line, else stored ordinarily.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for 64-byte destination rows.
+    #[inline(always)]
+    unsafe fn store_lines<const N: usize>(
+        self,
+        first: usize,
+        left: [std::arch::x86_64::__m256; N],
+        right: [std::arch::x86_64::__m256; N],
+    ) {
+        use std::arch::x86_64::*;
+        for (k, (left, right)) in left.into_iter().zip(right).enumerate() {
+            let row = first + k;
+            if row < self.first_row {
+                continue;
+            }
+            let p = self.dst.wrapping_offset(row as isize * self.dst_stride);
+            let (p, q) = (p.cast::<f32>(), p.wrapping_add(LINE / 2).cast::<f32>());
+            // SAFETY: the caller's promise; the streaming stores only where the row starts a
+            // line (so both are 32-byte aligned), the others accept any alignment.
+            unsafe {
+                if (p as usize).is_multiple_of(LINE) {
+                    _mm256_stream_ps(p, left);
+                    _mm256_stream_ps(q, right);
+                } else {
+                    _mm256_storeu_ps(p, left);
+                    _mm256_storeu_ps(q, right);
+                }
+            }
+        }
+    }
+
     /// 8 × 8 elements of 4 bytes.
     ///
     /// # Safety
     /// As [`Tile::transpose`].
     #[inline(always)]
     unsafe fn transpose_8x8_f32(self) {
+        // SAFETY: the caller's promise.
+        let columns = unsafe { self.columns_8x8_f32() };
+        for (k, column) in columns.into_iter().enumerate() {
+            // SAFETY: the caller's promise.
+            unsafe { self.store(k as isize, column) };
+        }
+    }
+
+    /// The destination rows (source columns) of an 8 × 8 tile of 4-byte elements.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the source rows.
+    #[inline(always)]
+    unsafe fn columns_8x8_f32(self) -> [std::arch::x86_64::__m256; 8] {
         use std::arch::x86_64::*;
         // SAFETY: the caller's promise (AVX included).
         unsafe {
@@ -495,13 +633,10 @@ impl TileAt {
                 }
             });
             // Column `c` (and `c + 4` in the high halves) of the top and bottom four rows.
-            for c in 0..4 {
-                self.store(c as isize, _mm256_permute2f128_ps::<0x20>(u[c], u[c + 4]));
-                self.store(
-                    c as isize + 4,
-                    _mm256_permute2f128_ps::<0x31>(u[c], u[c + 4]),
-                );
-            }
+            std::array::from_fn(|k| match k {
+                0..4 => _mm256_permute2f128_ps::<0x20>(u[k], u[k + 4]),
+                _ => _mm256_permute2f128_ps::<0x31>(u[k - 4], u[k]),
+            })
         }
     }
 
@@ -511,6 +646,20 @@ impl TileAt {
     /// As [`Tile::transpose`].
     #[inline(always)]
     unsafe fn transpose_4x4_f64(self) {
+        // SAFETY: the caller's promise.
+        let columns = unsafe { self.columns_4x4_f64() };
+        for (k, column) in columns.into_iter().enumerate() {
+            // SAFETY: the caller's promise.
+            unsafe { self.store(k as isize, column) };
+        }
+    }
+
+    /// The destination rows (source columns) of a 4 × 4 tile of 8-byte elements.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the source rows.
+    #[inline(always)]
+    unsafe fn columns_4x4_f64(self) -> [std::arch::x86_64::__m256; 4] {
         use std::arch::x86_64::*;
         // SAFETY: the caller's promise (AVX included).
         unsafe {
@@ -520,13 +669,14 @@ impl TileAt {
                 0 => _mm256_unpacklo_pd(r[k], r[k + 1]),
                 _ => _mm256_unpackhi_pd(r[k - 1], r[k]),
             });
-            for c in 0..2 {
-                let (low, high) = (t[c], t[c + 2]);
-                let column = _mm256_permute2f128_pd::<0x20>(low, high);
-                self.store(c as isize, _mm256_castpd_ps(column));
-                let column = _mm256_permute2f128_pd::<0x31>(low, high);
-                self.store(c as isize + 2, _mm256_castpd_ps(column));
-            }
+            // Column `c` (and `c + 2` in the high halves) of the top and bottom two rows.
+            std::array::from_fn(|k| {
+                let column = match k {
+                    0..2 => _mm256_permute2f128_pd::<0x20>(t[k], t[k + 2]),
+                    _ => _mm256_permute2f128_pd::<0x31>(t[k - 2], t[k]),
+                };
+                _mm256_castpd_ps(column)
+            })
         }
     }
 }
@@ -705,15 +855,20 @@ mod tests {
     fn every_routine_transposes_blocks_of_any_extent() {
         let mut routines = vec![];
         for t in BlockTranspose::ALL {
-            assert_eq!(BlockTranspose::of(t.elem_size, t.across), Some(t));
+            let streamed = t.stores == TileStores::Streamed;
+            let expected = (!streamed || Encoding::has_wide_tiles()).then_some(t);
+            assert_eq!(
+                BlockTranspose::of(t.elem_size, t.across, t.stores),
+                expected
+            );
             for encoding in Encoding::PREFERRED {
                 routines.extend(t.compiled(encoding).map(|routine| (t, encoding, routine)));
             }
         }
         for (t, encoding, routine) in routines {
             let size = t.elem_size;
-            // Extents around the 16-byte tiles and around the widest (32-byte rows).
-            let (lanes, widest) = (TILE_BYTES / size, 32 / size);
+            // Extents around the 16-byte tiles and around the widest (64-byte rows).
+            let (lanes, widest) = (TILE_BYTES / size, 64 / size);
             let along = [
                 0,
                 1,
@@ -740,33 +895,43 @@ mod tests {
                 2 * widest + lanes / 2 + 3,
                 4 * widest,
             ];
-            for a in along.into_iter().chain(wide) {
-                for b in across.into_iter().chain(wide) {
-                    let src_stride = (a + 3) * size;
-                    let stage_stride = (b + 5) * size;
-                    let src: Vec<u8> = (0..b.max(1) * src_stride).map(|k| k as u8 ^ 0x5a).collect();
-                    let mut got = vec![0xeeu8; a.max(1) * stage_stride];
-                    let mut want = got.clone();
-                    for i in 0..a {
-                        for j in 0..b {
-                            let (from, to) =
-                                (j * src_stride + i * size, i * stage_stride + j * size);
-                            want[to..to + size].copy_from_slice(&src[from..from + size]);
-                        }
+            // Stage rows that start anywhere, and rows that each start a cache line (where
+            // streamed tiles stream; every architecture's test uses x86-64's line).
+            const LINE: usize = 64;
+            let strides = |b: usize| [(b + 5) * size, ((b + 5) * size).next_multiple_of(LINE)];
+            let cases = along.into_iter().chain(wide).flat_map(|a| {
+                let bs = across.into_iter().chain(wide);
+                bs.flat_map(move |b| strides(b).map(|stage_stride| (a, b, stage_stride)))
+            });
+            for (a, b, stage_stride) in cases {
+                let src_stride = (a + 3) * size;
+                let src: Vec<u8> = (0..b.max(1) * src_stride).map(|k| k as u8 ^ 0x5a).collect();
+                let mut buffer = vec![0xeeu8; a.max(1) * stage_stride + LINE];
+                // The stage starts a line.
+                let start = buffer.as_ptr().align_offset(LINE);
+                let got = &mut buffer[start..start + a.max(1) * stage_stride];
+                let mut want = got.to_vec();
+                for i in 0..a {
+                    for j in 0..b {
+                        let (from, to) = (j * src_stride + i * size, i * stage_stride + j * size);
+                        want[to..to + size].copy_from_slice(&src[from..from + size]);
                     }
-                    // SAFETY: the buffers hold every element of the block at these strides.
-                    unsafe {
-                        routine(
-                            src.as_ptr(),
-                            got.as_mut_ptr(),
-                            a as i64,
-                            b as i64,
-                            src_stride as i64,
-                            stage_stride as i64,
-                        )
-                    };
-                    assert!(got == want, "{t:?} ({encoding:?}): {a} x {b}");
                 }
+                // SAFETY: the buffers hold every element of the block at these strides.
+                unsafe {
+                    routine(
+                        src.as_ptr(),
+                        got.as_mut_ptr(),
+                        a as i64,
+                        b as i64,
+                        src_stride as i64,
+                        stage_stride as i64,
+                    )
+                };
+                assert!(
+                    *got == want,
+                    "{t:?} ({encoding:?}): {a} x {b}, {stage_stride}"
+                );
             }
         }
     }
