@@ -326,9 +326,10 @@ impl Blocking {
 
     /// 256-byte runs across the source rows in 16 KiB blocks, each register tile streamed
     /// straight to the destination ([`BlockWrite::StreamedTiles`]): a candidate of tuning, the
-    /// fastest for the 2048 × 4096 f64 transpose on a 2-core Intel Xeon VM (family 6, model 167):
-    /// 1.39–1.48 of memcpy against 1.30–1.42 for 128-byte runs and 1.10–1.13 for the best staged
-    /// blocking (`relayout bench` with each blocking pinned in a tuning file).
+    /// fastest for the 2048 × 4096 f64 transpose on a 2-core Intel Xeon VM (family 6, model 167),
+    /// with 128-byte runs in 16 KiB blocks: 1.34–1.48 of memcpy, against 0.60–0.65 for 512-byte
+    /// runs and 1.10–1.13 for the best staged blocking (`relayout bench` with each blocking
+    /// pinned in a tuning file).
     pub const STREAMED_TILES: Blocking = Blocking {
         run_bytes: 256,
         block_bytes: 16384,
@@ -339,12 +340,14 @@ impl Blocking {
         prefetch_ahead: 1,
     };
 
-    /// [`Blocking::STREAMED_TILES`] with 128-byte runs in 8 KiB blocks: two tiles of 4-byte
-    /// elements along each run. On the same VM, 8192² f32 ran at 0.68 of memcpy this way against
-    /// 0.41–0.45 with 256-byte runs and 0.64 for the best staged blocking.
+    /// [`Blocking::STREAMED_TILES`] with 128-byte runs along the source rows in 8 KiB blocks:
+    /// for 4-byte elements, 64 source rows a block, two lines of each. On the same VM, the 4096
+    /// × 11008 f32 weight transpose ran at 1.24 of memcpy this way against 0.50 with 256-byte
+    /// runs across and 1.09 for the blocking tuning chose among the staged ones.
     pub const STREAMED_TILES_NARROW: Blocking = Blocking {
         run_bytes: 128,
         block_bytes: 8192,
+        walk: Walk::Along,
         ..Blocking::STREAMED_TILES
     };
 
@@ -491,8 +494,9 @@ impl Tactics {
     /// other kernel, so it costs no measurement there); then staged blocks streamed out in the two orders that most often beat it on a 2-core AMD EPYC
     /// (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then register tiles
-    /// streamed straight to the destination in runs of 256 and 128 bytes
-    /// ([`Blocking::STREAMED_TILES`], [`Blocking::STREAMED_TILES_NARROW`]); then the default with
+    /// streamed straight to the destination, in runs of 256 bytes across the source rows and of
+    /// 128 bytes along them ([`Blocking::STREAMED_TILES`], [`Blocking::STREAMED_TILES_NARROW`]);
+    /// then the default with
     /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
     /// destination's rows, for transposes: where no transpose is involved, the only
     /// alternative, as the others plan what the default plans); then runs of 512 bytes across

@@ -333,8 +333,8 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
     #[inline(always)]
     unsafe fn transpose<Large: Tile, Small: Tile>(self) {
         let whole = |n: usize, lanes: usize| n / lanes * lanes;
-        let (large_a, large_b) = (whole(self.a, Large::LANES), whole(self.b, Large::LANES));
-        let (small_a, small_b) = (whole(self.a, Small::LANES), whole(self.b, Small::LANES));
+        let (large_a, large_b) = (whole(self.a, Large::A), whole(self.b, Large::B));
+        let (small_a, small_b) = (whole(self.a, Small::A), whole(self.b, Small::B));
         // SAFETY: every tile lies in the block, which the caller promises.
         unsafe {
             self.tiles::<Large>(0..large_a, 0..large_b);
@@ -358,7 +358,8 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
     /// As [`transpose_block`]; the CPU must have `T`'s features.
     #[inline(always)]
     unsafe fn edges<T: Tile>(&self, small_a: usize, small_b: usize) {
-        let lanes = T::LANES;
+        let lanes = T::A;
+        debug_assert_eq!(T::A, T::B, "edge tiles are square");
         let (a, b) = (self.a, self.b);
         // The tile that ends at the last row of the stage, and the first of its rows to store.
         let last_rows = (a > small_a && a >= lanes).then(|| (a - lanes, small_a + lanes - a));
@@ -403,22 +404,25 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
             unsafe { T::transpose(self.tile_at(i, j, 0)) }
         };
         if ACROSS {
-            for i in is.step_by(T::LANES) {
-                js.clone().step_by(T::LANES).for_each(|j| tile(i, j));
+            for i in is.step_by(T::A) {
+                js.clone().step_by(T::B).for_each(|j| tile(i, j));
             }
         } else {
-            for j in js.step_by(T::LANES) {
-                is.clone().step_by(T::LANES).for_each(|i| tile(i, j));
+            for j in js.step_by(T::B) {
+                is.clone().step_by(T::A).for_each(|i| tile(i, j));
             }
         }
     }
 }
 
-/// A square register tile of elements: `LANES` rows, `src_stride` bytes apart at the source,
-/// become its columns, rows `dst_stride` bytes apart at the destination.
+/// A register tile of elements: `B` rows of `A` elements, `src_stride` bytes apart at the
+/// source, become its columns, `A` rows of `B` elements `dst_stride` bytes apart at the
+/// destination.
 trait Tile {
-    /// Elements on a side.
-    const LANES: usize;
+    /// Elements along the source rows (`a`): the destination rows the tile stores.
+    const A: usize;
+    /// Elements across them (`b`): the source rows the tile reads.
+    const B: usize;
 
     /// Transposes the tile `at` says.
     ///
@@ -448,7 +452,8 @@ struct TileAt {
 struct Narrow<const SIZE: usize, const LANES: usize>;
 
 impl<const SIZE: usize, const LANES: usize> Tile for Narrow<SIZE, LANES> {
-    const LANES: usize = LANES;
+    const A: usize = LANES;
+    const B: usize = LANES;
 
     #[inline(always)]
     unsafe fn transpose(at: TileAt) {
@@ -467,7 +472,8 @@ struct Wide<const SIZE: usize>;
 
 #[cfg(target_arch = "x86_64")]
 impl<const SIZE: usize> Tile for Wide<SIZE> {
-    const LANES: usize = 32 / SIZE;
+    const A: usize = 32 / SIZE;
+    const B: usize = 32 / SIZE;
 
     #[inline(always)]
     unsafe fn transpose(at: TileAt) {
@@ -481,35 +487,32 @@ impl<const SIZE: usize> Tile for Wide<SIZE> {
     }
 }
 
-/// A tile of 64-byte destination rows, whole cache lines, streamed straight from registers: 16
-/// × 16 elements of 4 bytes or 8 × 8 of 8, as two bands of destination rows, each the columns
-/// of two [`Wide`] tiles (the band's source columns in the top and bottom halves of the source
-/// rows) stored side by side, so that each line is written whole by two consecutive streaming
-/// stores. A tile that stores only half a line (a [`Wide`] one) leaves the write-combining
-/// buffer to wait for the other half: on a 2-core Intel Xeon VM (family 6, model 167), a 2048
-/// × 4096 f64 transpose stored in place that way moved 8.7 GB/s at best, whole lines 10.8, and
-/// staged blocks streamed out 8.3 (`relayout bench` with a tuning file per blocking, runs of
-/// 128 to 512 bytes in blocks of 4 to 16 KiB).
+/// A tile of 64-byte destination rows, whole cache lines, streamed straight from registers: 8
+/// destination rows of 16 elements of 4 bytes, or 4 of 8 elements of 8 bytes, each row the
+/// columns of two [`Wide`] tiles (the top and bottom halves of the tile's source rows) stored
+/// side by side, so that each line is written whole by two consecutive streaming stores. A tile
+/// that stores only half a line (a [`Wide`] one) leaves the write-combining buffer to wait for
+/// the other half: on a 2-core Intel Xeon VM (family 6, model 167), a 2048 × 4096 f64
+/// transpose stored in place that way moved 8.7 GB/s at best, whole lines 10.5, and staged
+/// blocks streamed out 8.3 (`relayout bench` with a tuning file per blocking, runs of 128 to 512
+/// bytes in blocks of 4 to 16 KiB). Square tiles of whole lines (16 × 16 f32, 8 × 8 f64, two
+/// such bands) ran f64 as fast and f32 no faster (4096 × 11008 f32: 1.08–1.12 of memcpy against
+/// 1.12–1.24).
 #[cfg(target_arch = "x86_64")]
 struct Lines<const SIZE: usize>;
 
 #[cfg(target_arch = "x86_64")]
 impl<const SIZE: usize> Tile for Lines<SIZE> {
-    const LANES: usize = LINE / SIZE;
+    const A: usize = LINE / 2 / SIZE;
+    const B: usize = LINE / SIZE;
 
     #[inline(always)]
     unsafe fn transpose(at: TileAt) {
         // SAFETY: the caller's promise; each half of the tile lies in it.
         unsafe {
-            for band in 0..2 {
-                match SIZE {
-                    4 => at.store_lines(band * 8, at.half(band, 0).columns_8x8_f32(), {
-                        at.half(band, 8).columns_8x8_f32()
-                    }),
-                    _ => at.store_lines(band * 4, at.half(band, 0).columns_4x4_f64(), {
-                        at.half(band, 4).columns_4x4_f64()
-                    }),
-                }
+            match SIZE {
+                4 => at.store_lines(at.columns_8x8_f32(), at.below(8).columns_8x8_f32()),
+                _ => at.store_lines(at.columns_4x4_f64(), at.below(4).columns_4x4_f64()),
             }
         }
     }
@@ -547,33 +550,28 @@ impl TileAt {
         unsafe { std::arch::x86_64::_mm256_storeu_ps(p.cast(), v) }
     }
 
-    /// The [`Wide`] tile of a [`Lines`] tile that starts `row` source rows into it and holds
-    /// the source columns of destination band `band` (its top or bottom 32 bytes of each
-    /// source row).
+    /// The tile that starts `rows` source rows further on: the bottom half of a [`Lines`] tile.
     #[inline(always)]
-    fn half(self, band: usize, row: usize) -> TileAt {
-        let offset = row as isize * self.src_stride + (band * LINE / 2) as isize;
+    fn below(self, rows: usize) -> TileAt {
         TileAt {
-            src: self.src.wrapping_offset(offset),
+            src: self.src.wrapping_offset(rows as isize * self.src_stride),
             ..self
         }
     }
 
-    /// Stores destination rows `first + k` (those of them stored) as `left[k]` then `right[k]`:
-    /// 64 bytes each, streamed where the row starts a cache line, else stored ordinarily.
+    /// Stores destination row `k` (if it is one of the rows stored) as `left[k]` then
+    /// `right[k]`: 64 bytes, streamed where the row starts a cache line, else stored ordinarily.
     ///
     /// # Safety
     /// As [`Tile::transpose`], for 64-byte destination rows.
     #[inline(always)]
     unsafe fn store_lines<const N: usize>(
         self,
-        first: usize,
         left: [std::arch::x86_64::__m256; N],
         right: [std::arch::x86_64::__m256; N],
     ) {
         use std::arch::x86_64::*;
-        for (k, (left, right)) in left.into_iter().zip(right).enumerate() {
-            let row = first + k;
+        for (row, (left, right)) in left.into_iter().zip(right).enumerate() {
             if row < self.first_row {
                 continue;
             }
