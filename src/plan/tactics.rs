@@ -340,17 +340,6 @@ impl Blocking {
         prefetch_ahead: 1,
     };
 
-    /// [`Blocking::STREAMED_TILES`] with 128-byte runs along the source rows in 8 KiB blocks:
-    /// for 4-byte elements, 64 source rows a block, two lines of each. On the same VM, the 4096
-    /// × 11008 f32 weight transpose ran at 1.24 of memcpy this way against 0.50 with 256-byte
-    /// runs across and 1.09 for the blocking tuning chose among the staged ones.
-    pub const STREAMED_TILES_NARROW: Blocking = Blocking {
-        run_bytes: 128,
-        block_bytes: 8192,
-        walk: Walk::Along,
-        ..Blocking::STREAMED_TILES
-    };
-
     /// 1 KiB runs, 16 rows a block, staged and streamed.
     pub const STREAMED_1K: Blocking = Blocking {
         run_bytes: 1024,
@@ -494,9 +483,8 @@ impl Tactics {
     /// other kernel, so it costs no measurement there); then staged blocks streamed out in the two orders that most often beat it on a 2-core AMD EPYC
     /// (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then register tiles
-    /// streamed straight to the destination, in runs of 256 bytes across the source rows and of
-    /// 128 bytes along them ([`Blocking::STREAMED_TILES`], [`Blocking::STREAMED_TILES_NARROW`]);
-    /// then the default with
+    /// streamed straight to the destination in runs of 256 bytes across the source rows
+    /// ([`Blocking::STREAMED_TILES`]); then the default with
     /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
     /// destination's rows, for transposes: where no transpose is involved, the only
     /// alternative, as the others plan what the default plans); then runs of 512 bytes across
@@ -517,13 +505,12 @@ impl Tactics {
     /// cache from one run to the next (`relayout bench`, one run each).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 23] = [
+    pub const CANDIDATES: [Tactics; 22] = [
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fitted(LargeWrites::StreamedInPieces),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fixed(Blocking::STREAMED_TILES),
-        Tactics::fixed(Blocking::STREAMED_TILES_NARROW),
         Tactics::fitted(LargeWrites::Stored),
         Tactics::fixed(Blocking::STREAMED_512.across()),
         Tactics::fixed(Blocking::STREAMED_512).ordered(LoopOrder::Destination),
