@@ -326,10 +326,10 @@ impl Blocking {
 
     /// 256-byte runs across the source rows in 16 KiB blocks, each register tile streamed
     /// straight to the destination ([`BlockWrite::StreamedTiles`]): a candidate of tuning, the
-    /// fastest for the 2048 × 4096 f64 transpose on a 2-core Intel Xeon VM (family 6, model 167),
-    /// with 128-byte runs in 16 KiB blocks: 1.34–1.48 of memcpy, against 0.60–0.65 for 512-byte
-    /// runs and 1.10–1.13 for the best staged blocking (`relayout bench` with each blocking
-    /// pinned in a tuning file).
+    /// fastest for the 2048 × 4096 f64 transpose on a 2-core Intel Xeon VM (family 6, model 167)
+    /// at 1.34–1.48 of memcpy (as were 128-byte runs in 16 KiB blocks), against 0.60–0.65 for
+    /// 512-byte runs and 1.10–1.13 for the best staged blocking (`relayout bench` with each
+    /// blocking pinned in a tuning file).
     pub const STREAMED_TILES: Blocking = Blocking {
         run_bytes: 256,
         block_bytes: 16384,
