@@ -480,8 +480,8 @@ impl<const SIZE: usize> Tile for Wide<SIZE> {
         // SAFETY: the caller's promise.
         unsafe {
             match SIZE {
-                4 => at.transpose_8x8_f32(),
-                _ => at.transpose_4x4_f64(),
+                4 => at.store_rows(at.columns_8x8_f32()),
+                _ => at.store_rows(at.columns_4x4_f64()),
             }
         }
     }
@@ -591,17 +591,15 @@ impl TileAt {
         }
     }
 
-    /// 8 × 8 elements of 4 bytes.
+    /// Stores `rows` as destination rows 0, 1, … (those of them stored).
     ///
     /// # Safety
     /// As [`Tile::transpose`].
     #[inline(always)]
-    unsafe fn transpose_8x8_f32(self) {
-        // SAFETY: the caller's promise.
-        let columns = unsafe { self.columns_8x8_f32() };
-        for (k, column) in columns.into_iter().enumerate() {
+    unsafe fn store_rows<const N: usize>(self, rows: [std::arch::x86_64::__m256; N]) {
+        for (k, row) in rows.into_iter().enumerate() {
             // SAFETY: the caller's promise.
-            unsafe { self.store(k as isize, column) };
+            unsafe { self.store(k as isize, row) };
         }
     }
 
@@ -635,20 +633,6 @@ impl TileAt {
                 0..4 => _mm256_permute2f128_ps::<0x20>(u[k], u[k + 4]),
                 _ => _mm256_permute2f128_ps::<0x31>(u[k - 4], u[k]),
             })
-        }
-    }
-
-    /// 4 × 4 elements of 8 bytes.
-    ///
-    /// # Safety
-    /// As [`Tile::transpose`].
-    #[inline(always)]
-    unsafe fn transpose_4x4_f64(self) {
-        // SAFETY: the caller's promise.
-        let columns = unsafe { self.columns_4x4_f64() };
-        for (k, column) in columns.into_iter().enumerate() {
-            // SAFETY: the caller's promise.
-            unsafe { self.store(k as isize, column) };
         }
     }
 
