@@ -131,7 +131,7 @@ pub const fn short_source_rows(elem_size: usize, src_row_bytes: usize) -> bool {
 pub enum Tiling {
     /// The default blocking: into large destinations whose writes stream, staged blocks streamed
     /// out, fitted to the element size and the source rows ([`Blocking::streamed`]); otherwise
-    /// fitted to the destination's row stride ([`Blocking::fitted`]).
+    /// fitted to the element size and the destination's row stride ([`Blocking::fitted`]).
     #[default]
     Fitted,
     /// This blocking, whatever the destination.
@@ -201,10 +201,10 @@ pub enum BlockWrite {
 /// use relayout::Target;
 ///
 /// let host = Target::host();
-/// // Rows 3 KiB apart start in 4 different L1 sets: the default stays.
-/// assert_eq!(Blocking::fitted(3072, host), Blocking::DEFAULT);
+/// // 1-byte elements in rows 3 KiB apart (4 different L1 sets): the default stays.
+/// assert_eq!(Blocking::fitted(1, 3072, host), Blocking::DEFAULT);
 /// // Rows 4 KiB apart all start in the same set: blocks are staged and copied out.
-/// assert_eq!(Blocking::fitted(4096, host).write, BlockWrite::Staged);
+/// assert_eq!(Blocking::fitted(4, 4096, host).write, BlockWrite::Staged);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Blocking {
@@ -351,21 +351,53 @@ impl Blocking {
         prefetch_ahead: 1,
     };
 
-    /// The default blocking for transposes whose destination rows (one per step along the
-    /// source-contiguous loop) lie `row_bytes` apart on `target`. The default writes one line of
-    /// each of many destination rows per block, which is fastest unless those lines crowd into a
-    /// few L1 sets and evict each other half-written: where the rows start in only two sets (rows
-    /// 2 KiB apart, or an odd multiple of that, on a 64-set L1) a block writes fewer rows with
-    /// longer runs, and where they all start in one set (a multiple of 4 KiB apart) a block is
-    /// staged and its runs copied out one after another. On a 2-core AMD EPYC VM this took 512²
-    /// f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
-    pub fn fitted(row_bytes: usize, target: Target) -> Blocking {
+    /// The default blocking for transposes of `elem_size`-byte elements whose destination rows
+    /// (one per step along the source-contiguous loop) lie `row_bytes` apart on `target`, into
+    /// destinations whose writes do not stream. The default writes one line of each of many
+    /// destination rows per block, which is fastest for short rows close together (NCHW → NHWC
+    /// with 64 channels: 256-byte rows) unless those lines crowd into a few L1 sets and evict
+    /// each other half-written: where the rows start in only two sets (rows 2 KiB apart, or an
+    /// odd multiple of that, on a 64-set L1) a block writes fewer rows with longer runs
+    /// ([`Blocking::LONG_RUNS`]), and where they all start in one set (a multiple of 4 KiB apart)
+    /// a block is staged and its runs copied out one after another. On a 2-core AMD EPYC VM this
+    /// took 512² f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
+    ///
+    /// Elements of 2 bytes or more whose destination rows lie at least
+    /// [`Blocking::FAR_DESTINATION_ROW_BYTES`] apart take the longer runs too. On a 2-core Intel
+    /// Xeon VM (family 6, model 167), in two alternating `relayout bench --no-tune` runs of each
+    /// blocking (fraction of memcpy's speed): 1000² f32 0.73–0.74 against 0.58–0.60, 2000² f32
+    /// 0.80 against 0.65–0.67, 3001 × 2500 f32 0.66–0.68 against 0.47–0.50, 2000² u16 0.77
+    /// against 0.58, 300 × 400 f32 0.69–0.71 against 0.63–0.64, NHWC → NCHW with 64 channels
+    /// (24.5 MiB) 0.79 against 0.61–0.66; 1400 × 1500 f64 and 6 or 12 channels back to planes
+    /// ran the same either way. The default stays for 1-byte elements (3000² u8 ran at 0.56
+    /// with longer runs against 0.65–0.67) and for rows closer together (NCHW → NHWC with 64
+    /// channels: 0.62 against 0.77–0.79).
+    ///
+    /// ```
+    /// use relayout::plan::Blocking;
+    /// use relayout::Target;
+    ///
+    /// let host = Target::host();
+    /// // 2000² f32: rows 8000 bytes apart, starting in every L1 set.
+    /// assert_eq!(Blocking::fitted(4, 8000, host), Blocking::LONG_RUNS);
+    /// assert_eq!(Blocking::fitted(1, 8000, host), Blocking::DEFAULT);
+    /// // NCHW -> NHWC with 64 f32 channels: rows of 256 bytes, one after another.
+    /// assert_eq!(Blocking::fitted(4, 256, host), Blocking::DEFAULT);
+    /// ```
+    pub fn fitted(elem_size: usize, row_bytes: usize, target: Target) -> Blocking {
         match target.start_sets(row_bytes) {
             1 => Blocking::STAGED_RUNS,
             2 => Blocking::LONG_RUNS,
+            _ if elem_size >= 2 && row_bytes >= Blocking::FAR_DESTINATION_ROW_BYTES => {
+                Blocking::LONG_RUNS
+            }
             _ => Blocking::DEFAULT,
         }
     }
+
+    /// From how far apart destination rows the fitted blocking of transposes that do not
+    /// stream writes 256-byte runs ([`Blocking::LONG_RUNS`], see [`Blocking::fitted`]): 1 KiB.
+    pub const FAR_DESTINATION_ROW_BYTES: usize = 1024;
 
     /// The fitted blocking of transposes of `elem_size`-byte elements whose source rows (one
     /// per step along the destination-contiguous loop) lie `src_row_bytes` apart, into large
@@ -469,7 +501,7 @@ impl Tiling {
     ) -> Blocking {
         match self {
             Tiling::Fitted if streams => Blocking::streamed(elem_size, src_row_bytes),
-            Tiling::Fitted => Blocking::fitted(dst_row_bytes, target),
+            Tiling::Fitted => Blocking::fitted(elem_size, dst_row_bytes, target),
             Tiling::Fixed(blocking) => blocking,
         }
     }
@@ -751,9 +783,11 @@ mod tests {
     #[test]
     fn fitting_follows_the_l1_sets() {
         let host = Target::host();
-        assert_eq!(Blocking::fitted(3072, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(2048, host), Blocking::LONG_RUNS);
-        assert_eq!(Blocking::fitted(8192, host), Blocking::STAGED_RUNS);
+        assert_eq!(Blocking::fitted(1, 3072, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(4, 3072, host), Blocking::LONG_RUNS);
+        assert_eq!(Blocking::fitted(4, 960, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(1, 2048, host), Blocking::LONG_RUNS);
+        assert_eq!(Blocking::fitted(4, 8192, host), Blocking::STAGED_RUNS);
         let fixed = Blocking::STREAMED_512;
         assert_eq!(
             Tiling::Fixed(fixed).blocking(4, 4096, 4096, true, host),
