@@ -294,6 +294,21 @@ impl Blocking {
         ..Blocking::STREAMED_256
     };
 
+    /// 128-byte runs in blocks of 8 KiB, in macro blocks of 4 × 4, staged and streamed: for
+    /// 4-byte elements 64 runs a block, four lines of each of 32 source rows, where
+    /// [`Blocking::STREAMED_256_NARROW`] reads two lines of each of 64. A candidate of tuning:
+    /// on a 2-core Intel Xeon VM (family 6, model 167), pinned in a tuning file against the
+    /// fitted blocking (`relayout bench`, two alternating runs each, GB/s), it moved 7.9–8.1
+    /// against 6.9–7.4 for 8192² f32, 8.0–8.7 against 7.4–7.5 for 8000² f32, 7.9–8.3 against
+    /// 7.2–7.3 for the 4096 × 11008 f32 weight transpose and 9.9–11.7 against 8.9–9.2 for NCHW
+    /// → NHWC of 16 × 256 channels of 56²; but 3.1–3.2 against 3.8–3.9 for 3001 × 4999 f32,
+    /// 8.4–8.7 against 8.8–8.9 for the (0,2,1) permutation of 64 × 512², and the same for
+    /// 8000² u16. It was never measured on the AMD EPYC VMs the fitted blockings come from.
+    pub const STREAMED_128: Blocking = Blocking {
+        run_bytes: 128,
+        ..Blocking::STREAMED_256_NARROW
+    };
+
     /// [`Blocking::STREAMED_256_NARROW`] with each block's source prefetched three blocks ahead
     /// ([`Blocking::prefetch_ahead`]): the fitted blocking of elements of more than 4 bytes into
     /// large destinations whose source rows lie at least [`Blocking::FAR_SOURCE_ROW_BYTES`]
@@ -512,7 +527,10 @@ impl Tactics {
     /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then the
     /// default with staged zips and unzips that read one stream of source read in pieces side
     /// by side ([`LargeWrites::StreamedInPieces`]; it plans what the default plans for every
-    /// other kernel, so it costs no measurement there); then staged blocks streamed out in the two orders that most often beat it on a 2-core AMD EPYC
+    /// other kernel, so it costs no measurement there); then 128-byte runs streamed along the
+    /// source rows in 8 KiB blocks ([`Blocking::STREAMED_128`]), which beat it on the large f32
+    /// transposes of long source rows on a 2-core Intel Xeon VM (family 6, model 167); then staged blocks streamed out in the two
+    /// orders that most often beat it on a 2-core AMD EPYC
     /// (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then register tiles
     /// streamed straight to the destination in runs of 256 bytes across the source rows
@@ -537,9 +555,10 @@ impl Tactics {
     /// cache from one run to the next (`relayout bench`, one run each).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 22] = [
+    pub const CANDIDATES: [Tactics; 23] = [
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fitted(LargeWrites::StreamedInPieces),
+        Tactics::fixed(Blocking::STREAMED_128),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fixed(Blocking::STREAMED_TILES),
