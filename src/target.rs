@@ -117,17 +117,20 @@ impl Target {
     /// reads it next, and cost no memory traffic at all. The quarter comes from 2-core AMD EPYC
     /// VMs (Zen 3, 4 and 5: 32 MiB of L3 per core complex), where streaming paid from 8 MiB of
     /// destination. The bound comes from a 2-core Intel Xeon VM (family 6, model 167) that
-    /// reports the 480 MiB L3 of its host, of which it holds far less, and less on some days
-    /// than on others (the host's other guests share it). 1-D copies in GB/s, ordinary stores
-    /// against streaming ones (`relayout bench --candidates`, then `--no-tune` with the
-    /// threshold moved), on one day: 32 MiB 12.1 against 9.9, 36 MiB 11.1 against 10.7, 40 MiB
-    /// 10.8 against 10.9, 44 MiB 9.3 against 10.8; on another: 24 MiB 13.3 against 11.8,
-    /// 28 MiB 11.9 against 11.9, 32 MiB 10.9 against 12.3, 36 MiB 8.4 against 12.5. Streaming
-    /// holds about 12 GB/s whatever the day, ordinary stores fall off from wherever the cache
-    /// ends; from 36 MiB, streaming lost 4% on the first day and won half again on the second.
-    /// The transposes of 36.8 MiB went the same way (three alternating untuned runs each, as a
-    /// fraction of memcpy): NHWC → NCHW with 12 channels 0.64–0.72 stored against 0.80–0.87
-    /// streamed, NCHW → NHWC with 3 channels 0.65–0.69 against 0.91–1.02.
+    /// reports the 480 MiB L3 of its host, of which it holds far less, and how much less
+    /// changes by the hour (the host's other guests share it). 1-D copies in GB/s, ordinary
+    /// stores against streaming ones (`relayout bench`, the threshold moved): one day 32 MiB
+    /// 12.1 against 9.9, 36 MiB 11.1 against 10.7, 40 MiB 10.8 against 10.9, 44 MiB 9.3
+    /// against 10.8; in a busy hour of another, 28 MiB 11.9 against 11.9, 32 MiB 10.9 against
+    /// 12.3, 36 MiB 8.4 against 12.5, and in a quiet one, 36 MiB 10.8–12.2 against 10.4–11.2.
+    /// Streaming holds its speed, ordinary stores fall off wherever the cache ends that hour.
+    /// Transposes of 36.8 MiB went the same way, in GB/s, three alternating untuned runs each:
+    /// busy, NHWC → NCHW with 12 channels 5.7–6.4 stored against 8.4–8.6 streamed, NCHW → NHWC
+    /// with 3 channels 6.7–9.7 against 9.5–10.1; quiet, 8.6–9.1 against 8.4–8.6 and 10.1–12.2
+    /// against 9.5–9.6, and NHWC → NCHW with 3 channels 11.9–12.4 against 8.5–9.1. From this
+    /// bound on, tuning ([`Options::tune`](crate::Options::tune)) measures ordinary stores
+    /// against streaming for every kernel where the relayout runs; below it, only transposes
+    /// have streamed candidates.
     ///
     /// ```
     /// use relayout::Target;
