@@ -72,6 +72,30 @@ fn transposes_into_rows_that_share_l1_sets() {
 }
 
 #[test]
+fn macro_blocks_of_a_prime_strip_count_are_cut_ragged() {
+    use relayout::plan::Plan;
+    // u16 rows 6 KiB apart, 128-row strips: 23 strips (a prime) would make one macro block of
+    // 2944 rows, one page each; the planner cuts 16 strips in macro blocks of 8 and a region
+    // of the 7 left, beside the regions of the strips' and blocks' tails.
+    let src = Layout::row_major(&[2950, 3001]).unwrap();
+    let dst = Layout::col_major(&[2950, 3001]).unwrap();
+    let plan = Plan::new(&src, &dst, 2).unwrap();
+    assert!(!plan.streams(), "{plan}");
+    let strip_loops: Vec<usize> = plan
+        .regions()
+        .iter()
+        .filter_map(|r| r.loops.iter().find(|l| l.dst_stride == 128))
+        .map(|l| l.extent)
+        .collect();
+    assert!(
+        strip_loops.contains(&8) && strip_loops.contains(&7),
+        "{plan}"
+    );
+    check_plan_moves_of(&plan, &src, &dst);
+    check_pair_as::<u16>(&src, &dst, None);
+}
+
+#[test]
 fn staged_transposes_inside_loops_prefetch_the_next_block() {
     use relayout::plan::Plan;
     // 1024² f32: staged blocks in a loop along the source; 512²: tiles in place.

@@ -491,12 +491,17 @@ fn block_transpose(
             |extent| kernel(t.a.with_extent(extent), t.b),
         ));
     }
+    let most_strips = most_macro_strips(strip, src_row_bytes(tile, elem_size));
+    let mut out: Vec<Region> = out
+        .into_iter()
+        .flat_map(|r| cut_macro_strips(r, outer, blocking.macro_strips, most_strips))
+        .collect();
     for r in &mut out {
         // The loops inside a macro block: none where a region has only strips or only blocks.
         let mut inner = Vec::new();
         if let [strips, blocks] = r.loops[outer..] {
-            let (strips_out, strips_in) = group(strips, blocking.macro_strips);
-            let (blocks_out, blocks_in) = group(blocks, blocking.macro_blocks);
+            let (strips_out, strips_in) = group(strips, blocking.macro_strips, most_strips);
+            let (blocks_out, blocks_in) = group(blocks, blocking.macro_blocks, usize::MAX);
             r.loops.truncate(outer);
             r.loops.extend(
                 [strips_out, blocks_out]
@@ -523,11 +528,65 @@ fn src_row_bytes(tile: TransposeTile, elem_size: usize) -> usize {
     tile.b.src_stride.unsigned_abs() as usize * elem_size
 }
 
+/// Source pages one macro block of a transpose may read from: half of the 2048 entries of the
+/// second-level TLB of the x86-64 cores relayout has run on, leaving the rest to the
+/// destination. Macro blocks of more rows than that, each on its own page, missed the TLB on
+/// every read: on a 2-core Intel Xeon VM (family 6, model 167), a 2900² u16 transpose in
+/// 256-byte runs, 128 source rows a strip, grouped 22 strips (2816 rows) to a macro block,
+/// moved 5.7–6.7 GB/s, and 10.1–11.0 in groups of 11, 8 or 2 (`relayout bench` with each
+/// blocking pinned in a tuning file, two alternating runs).
+const MACRO_SOURCE_PAGES: usize = 1024;
+
+/// Bytes of the pages [`MACRO_SOURCE_PAGES`] counts: the smallest x86-64 and aarch64 page.
+const PAGE_BYTES: usize = 4096;
+
+/// The most strips of `strip` source rows, `row_bytes` apart, that one macro block may group
+/// ([`MACRO_SOURCE_PAGES`]); at least 1.
+fn most_macro_strips(strip: usize, row_bytes: usize) -> usize {
+    let rows_per_page = (PAGE_BYTES / row_bytes.max(1)).max(1);
+    (MACRO_SOURCE_PAGES * rows_per_page / strip.max(1)).max(1)
+}
+
+/// Cuts a region whose last loops (from `outer` on) are a transpose's strips and blocks into
+/// whole macro blocks of strips and a region of the strips left, where the divisor of the strip
+/// count nearest the macro block's strips (`target`) is more than `most` and none within
+/// `most` comes within half of it: a prime count of 23 strips, 16 asked for and at most 8
+/// allowed, becomes 16 and 7 instead of one group of 23 or 23 of one. Other regions stay as
+/// they are.
+fn cut_macro_strips(region: Region, outer: usize, target: usize, most: usize) -> Vec<Region> {
+    let width = target.min(most).max(1);
+    let [strips, _] = region.loops[outer..] else {
+        return vec![region];
+    };
+    let (_, unbounded) = group(strips, target, usize::MAX);
+    let (_, grouped) = group(strips, width, most);
+    if unbounded.extent <= most || grouped.extent * 2 >= width {
+        return vec![region];
+    }
+    let (whole, rest) = (strips.extent / width * width, strips.extent % width);
+    let part = |first: usize, extent: usize| {
+        let done = first as i64;
+        let mut r = Region {
+            src_base: region.src_base + done * strips.src_stride,
+            dst_base: region.dst_base + done * strips.dst_stride,
+            index_base: region.index_base + done * strips.index_stride,
+            ..region.clone()
+        };
+        r.loops[outer] = strips.with_extent(extent);
+        r
+    };
+    let mut out = vec![part(0, whole)];
+    if rest > 0 {
+        out.push(part(whole, rest));
+    }
+    out
+}
+
 /// Splits `l` into an outer and an inner loop, the inner one of the extent that divides `l.extent`
-/// and is nearest `target` by ratio.
-fn group(l: Loop, target: usize) -> (Loop, Loop) {
+/// and is nearest `target` by ratio, at most four times `target` and at most `most`.
+fn group(l: Loop, target: usize, most: usize) -> (Loop, Loop) {
     let ratio = |g: usize| (g as f64 / target as f64).ln().abs();
-    let inner = (1..=l.extent.min(target.saturating_mul(4)))
+    let inner = (1..=l.extent.min(target.saturating_mul(4)).min(most))
         .filter(|&g| l.extent.is_multiple_of(g))
         .min_by(|&x, &y| ratio(x).total_cmp(&ratio(y)))
         .unwrap_or(1);
@@ -823,9 +882,58 @@ mod tests {
             (100, 1, 1),
             (48, usize::MAX, 48),
         ] {
-            let (outer, inside) = group(l(extent, 2, 3), target);
+            let (outer, inside) = group(l(extent, 2, 3), target, usize::MAX);
             assert_eq!(inside, l(inner, 2, 3), "{extent} by {target}");
             assert_eq!(outer, l(extent / inner, 2 * inner as i64, 3 * inner as i64));
         }
+        // At most `most`: 22 by 16 takes 22 unbounded, 11 within 12, 2 within 8.
+        for (most, inner) in [(usize::MAX, 22), (12, 11), (8, 2)] {
+            assert_eq!(
+                group(l(22, 2, 3), 16, most).1,
+                l(inner, 2, 3),
+                "within {most}"
+            );
+        }
+    }
+
+    #[test]
+    fn macro_blocks_read_at_most_a_thousand_source_pages() {
+        // Rows on pages of their own: 1024 rows; rows of 1 KiB share pages four at a time.
+        assert_eq!(most_macro_strips(128, 5800), 8);
+        assert_eq!(most_macro_strips(128, 1024), 32);
+        assert_eq!(most_macro_strips(4096, 8192), 1);
+        // 23 strips (a prime) of 128 rows 6 KiB apart, with 16 strips a macro block asked for:
+        // cut into two macro blocks of 8 and a region of the 7 strips left.
+        let strips = l(23, 128 * 3001, 128);
+        let blocks = l(312, 16, 16 * 3001);
+        let region = Region {
+            loops: vec![l(2, 1, 1), strips, blocks],
+            kernel: Kernel::Element,
+            src_base: 5,
+            dst_base: 7,
+            index_base: 0,
+            indexed: None,
+        };
+        let parts = cut_macro_strips(region.clone(), 1, 16, 8);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].loops, [l(2, 1, 1), strips.with_extent(16), blocks]);
+        assert_eq!(parts[1].loops, [l(2, 1, 1), strips.with_extent(7), blocks]);
+        assert_eq!(parts[1].src_base, 5 + 16 * 128 * 3001);
+        assert_eq!(parts[1].dst_base, 7 + 16 * 128);
+        // A strip count with a divisor near the macro block's (22 = 2 × 11, within 12) stays
+        // whole, as does a region without both loops.
+        let near = Region {
+            loops: vec![l(2, 1, 1), strips.with_extent(22), blocks],
+            ..region.clone()
+        };
+        assert_eq!(cut_macro_strips(near.clone(), 1, 16, 12), [near]);
+        let blocks_only = Region {
+            loops: vec![l(2, 1, 1), blocks],
+            ..region
+        };
+        assert_eq!(
+            cut_macro_strips(blocks_only.clone(), 1, 16, 8),
+            [blocks_only]
+        );
     }
 }
