@@ -72,6 +72,33 @@ fn transposes_into_rows_that_share_l1_sets() {
 }
 
 #[test]
+fn close_destination_rows_take_two_lines_a_block() {
+    use relayout::plan::{Kernel, Plan};
+    // NCHW -> NHWC of 56² pixels with 64 channels: destination rows of 256 (f32) or 128 (u16)
+    // bytes. Four images (3.1 or 1.5 MiB) write 128-byte runs; one image of u16 (392 KiB)
+    // stays in the L2 and writes one line of each row.
+    for (images, elem_size, run) in [(4, 4, 32), (4, 2, 64), (1, 2, 32)] {
+        let src = Layout::row_major(&[images, 64, 3136]).unwrap();
+        let dst = Layout::ordered(&[images, 64, 3136], &[0, 2, 1]).unwrap();
+        let plan = Plan::new(&src, &dst, elem_size).unwrap();
+        let runs: Vec<usize> = plan
+            .regions()
+            .iter()
+            .filter_map(|r| match r.kernel {
+                Kernel::Transpose { tile, .. } => Some(tile.b.extent),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(runs.iter().max(), Some(&run), "{plan}");
+        check_plan_moves_of(&plan, &src, &dst);
+        match elem_size {
+            4 => check_pair_as::<u32>(&src, &dst, None),
+            _ => check_pair_as::<u16>(&src, &dst, None),
+        }
+    }
+}
+
+#[test]
 fn macro_blocks_of_a_prime_strip_count_are_cut_ragged() {
     use relayout::plan::Plan;
     // u16 rows 6 KiB apart, 128-row strips: 23 strips (a prime) would make one macro block of

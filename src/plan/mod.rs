@@ -286,9 +286,9 @@ impl Plan {
             converts: conversion.is_some(),
             zips: per_index.is_none() && packed.is_none(),
             target,
-            large: packed.map_or(dst.cosize().saturating_mul(dst_elem_size), |p| {
+            dst_bytes: packed.map_or(dst.cosize().saturating_mul(dst_elem_size), |p| {
                 p.bytes_for(dst.cosize())
-            }) >= target.stream_min_bytes,
+            }),
             tactics,
         };
         let mut regions = Vec::new();

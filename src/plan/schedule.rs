@@ -51,15 +51,20 @@ pub(super) struct Context {
     /// unless a transpose moves whole bytes).
     pub zips: bool,
     pub target: Target,
-    /// Whether the destination is large enough to stream ([`Target::stream_min_bytes`]).
-    pub large: bool,
+    /// Bytes of the destination.
+    pub dst_bytes: usize,
     pub tactics: Tactics,
 }
 
 impl Context {
+    /// Whether the destination is large enough to stream ([`Target::stream_min_bytes`]).
+    fn large(&self) -> bool {
+        self.dst_bytes >= self.target.stream_min_bytes
+    }
+
     /// Whether copies, zips and unzips stream (and fitted transposes stage and stream).
     fn streams_runs(&self) -> bool {
-        self.large && self.tactics.large_writes.streams()
+        self.large() && self.tactics.large_writes.streams()
     }
 
     /// Whether register tiles can stream straight to the destination
@@ -136,6 +141,7 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
                 elem_size,
                 dst_row_bytes,
                 src_row_bytes(tile, elem_size),
+                cx.dst_bytes,
                 cx.streams_runs(),
                 cx.target,
             );
@@ -460,9 +466,11 @@ fn block_transpose(
     let kernel = |a: Loop, b: Loop| {
         let fits = cx.fits(a.extent * b.extent);
         let write = match blocking.write {
-            BlockWrite::Streamed if cx.large && fits => TransposeWrite::Staged(Flush::Streamed),
+            BlockWrite::Streamed if cx.large() && fits => TransposeWrite::Staged(Flush::Streamed),
             BlockWrite::Staged if fits => TransposeWrite::Staged(Flush::Copied),
-            BlockWrite::StreamedTiles if cx.large && cx.streams_tiles() => TransposeWrite::Streamed,
+            BlockWrite::StreamedTiles if cx.large() && cx.streams_tiles() => {
+                TransposeWrite::Streamed
+            }
             _ => TransposeWrite::InPlace,
         };
         Kernel::Transpose {

@@ -202,9 +202,9 @@ pub enum BlockWrite {
 ///
 /// let host = Target::host();
 /// // 1-byte elements in rows 3 KiB apart (4 different L1 sets): the default stays.
-/// assert_eq!(Blocking::fitted(1, 3072, host), Blocking::DEFAULT);
+/// assert_eq!(Blocking::fitted(1, 3072, 64 << 20, host), Blocking::DEFAULT);
 /// // Rows 4 KiB apart all start in the same set: blocks are staged and copied out.
-/// assert_eq!(Blocking::fitted(4, 4096, host).write, BlockWrite::Staged);
+/// assert_eq!(Blocking::fitted(4, 4096, 64 << 20, host).write, BlockWrite::Staged);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Blocking {
@@ -252,6 +252,15 @@ impl Blocking {
     /// lines of each.
     pub const LONG_RUNS: Blocking = Blocking {
         run_bytes: 256,
+        ..Blocking::DEFAULT
+    };
+
+    /// 128-byte destination runs in 4 KiB blocks: two lines of each destination row and of
+    /// each source row a block, where [`Blocking::DEFAULT`] writes one line of each of 64
+    /// destination rows and [`Blocking::LONG_RUNS`] reads one line of each of 64 source rows
+    /// (for 4-byte elements).
+    pub const MEDIUM_RUNS: Blocking = Blocking {
+        run_bytes: 128,
         ..Blocking::DEFAULT
     };
 
@@ -368,14 +377,25 @@ impl Blocking {
 
     /// The default blocking for transposes of `elem_size`-byte elements whose destination rows
     /// (one per step along the source-contiguous loop) lie `row_bytes` apart on `target`, into
-    /// destinations whose writes do not stream. The default writes one line of each of many
-    /// destination rows per block, which is fastest for short rows close together (NCHW → NHWC
-    /// with 64 channels: 256-byte rows) unless those lines crowd into a few L1 sets and evict
-    /// each other half-written: where the rows start in only two sets (rows 2 KiB apart, or an
-    /// odd multiple of that, on a 64-set L1) a block writes fewer rows with longer runs
-    /// ([`Blocking::LONG_RUNS`]), and where they all start in one set (a multiple of 4 KiB apart)
-    /// a block is staged and its runs copied out one after another. On a 2-core AMD EPYC VM this
-    /// took 512² f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
+    /// destinations whose writes do not stream. [`Blocking::DEFAULT`] writes one line of each
+    /// of many destination rows per block. Where those lines crowd into a few L1 sets they
+    /// evict each other half-written: where the rows start in only two sets (rows 2 KiB apart,
+    /// or an odd multiple of that, on a 64-set L1) a block writes fewer rows with longer runs
+    /// ([`Blocking::LONG_RUNS`]), and where they all start in one set (a multiple of 4 KiB
+    /// apart) a block is staged and its runs copied out one after another. On a 2-core AMD
+    /// EPYC VM this took 512² f32 transposes from 8 to 25 GB/s and 1024² from 3 to 19.
+    ///
+    /// Elements of 2 bytes or more whose destination rows lie closer together write two lines
+    /// of each ([`Blocking::MEDIUM_RUNS`]). On a 2-core Intel Xeon VM (family 6, model 167), in
+    /// GB/s, two alternating `relayout bench` runs with each blocking pinned in a tuning file:
+    /// NCHW → NHWC of 32 × 56² pixels with 64 f32 channels (256-byte rows) 12.4–12.6 against
+    /// 11.0–11.4, with 32 (128-byte rows) 14.0–14.3 against 13.0–13.5, 16 images of 128
+    /// channels (512-byte rows) 12.1–12.3 against 9.8–10.0; u16 with 64 channels 12.8–12.9
+    /// against 12.0–12.4, with 128 9.8–10.5 against 9.2–9.4; 64 × 40000 f32 13.1–13.3 against
+    /// 12.2–12.3. 256-byte runs there read only one line of each source row a block and ran
+    /// slowest (NCHW → NHWC with 64 f32 channels 9.3–9.4). Rows shorter than such a run keep
+    /// the default: NCHW → NCHW16c (64-byte rows) moved 13.6–13.9 GB/s with it against
+    /// 13.8–14.0 (tuned, four alternating runs).
     ///
     /// Elements of 2 bytes or more whose destination rows lie at least
     /// [`Blocking::FAR_DESTINATION_ROW_BYTES`] apart take the longer runs too. On a 2-core Intel
@@ -386,7 +406,7 @@ impl Blocking {
     /// (24.5 MiB) 0.79 against 0.61–0.66; 1400 × 1500 f64 and 6 or 12 channels back to planes
     /// ran the same either way. The default stays for 1-byte elements (3000² u8 ran at 0.56
     /// with longer runs against 0.65–0.67) and for rows closer together (NCHW → NHWC with 64
-    /// channels: 0.62 against 0.77–0.79).
+    /// channels: 0.62 against 0.77–0.79 for the default).
     ///
     /// ```
     /// use relayout::plan::Blocking;
@@ -394,21 +414,42 @@ impl Blocking {
     ///
     /// let host = Target::host();
     /// // 2000² f32: rows 8000 bytes apart, starting in every L1 set.
-    /// assert_eq!(Blocking::fitted(4, 8000, host), Blocking::LONG_RUNS);
-    /// assert_eq!(Blocking::fitted(1, 8000, host), Blocking::DEFAULT);
-    /// // NCHW -> NHWC with 64 f32 channels: rows of 256 bytes, one after another.
-    /// assert_eq!(Blocking::fitted(4, 256, host), Blocking::DEFAULT);
+    /// assert_eq!(Blocking::fitted(4, 8000, 16_000_000, host), Blocking::LONG_RUNS);
+    /// assert_eq!(Blocking::fitted(1, 8000, 4_000_000, host), Blocking::DEFAULT);
+    /// // NCHW -> NHWC of 32 images of 56² with 64 f32 channels: rows of 256 bytes, one after
+    /// // another; 150 × 64 f32 stays in the L2.
+    /// assert_eq!(Blocking::fitted(4, 256, 25_690_112, host), Blocking::MEDIUM_RUNS);
+    /// assert_eq!(Blocking::fitted(4, 256, 38_400, host), Blocking::DEFAULT);
+    /// assert_eq!(Blocking::fitted(1, 256, 6_422_528, host), Blocking::DEFAULT);
     /// ```
-    pub fn fitted(elem_size: usize, row_bytes: usize, target: Target) -> Blocking {
+    pub fn fitted(
+        elem_size: usize,
+        row_bytes: usize,
+        dst_bytes: usize,
+        target: Target,
+    ) -> Blocking {
         match target.start_sets(row_bytes) {
             1 => Blocking::STAGED_RUNS,
             2 => Blocking::LONG_RUNS,
-            _ if elem_size >= 2 && row_bytes >= Blocking::FAR_DESTINATION_ROW_BYTES => {
-                Blocking::LONG_RUNS
+            _ if elem_size < 2 => Blocking::DEFAULT,
+            _ if row_bytes >= Blocking::FAR_DESTINATION_ROW_BYTES => Blocking::LONG_RUNS,
+            _ if row_bytes >= Blocking::MEDIUM_RUNS.run_bytes
+                && dst_bytes >= Blocking::MEDIUM_RUNS_MIN_BYTES =>
+            {
+                Blocking::MEDIUM_RUNS
             }
             _ => Blocking::DEFAULT,
         }
     }
+
+    /// From how many bytes of destination the fitted blocking of transposes that do not stream
+    /// writes 128-byte runs into rows closer than [`Blocking::FAR_DESTINATION_ROW_BYTES`]
+    /// ([`Blocking::MEDIUM_RUNS`], see [`Blocking::fitted`]): 1 MiB, about what leaves a core's
+    /// L2 cache. Smaller transposes run from the L2 and are bound by their tiles and edges, not
+    /// by memory: on a 2-core Intel Xeon VM (family 6, model 167), untuned, 150² f32 moved 26
+    /// GB/s with 128-byte runs against 30–32 with the default, and 200 × 300 f32 30 against
+    /// 39–41, while 200 × 1000 ran as fast either way.
+    pub const MEDIUM_RUNS_MIN_BYTES: usize = 1 << 20;
 
     /// From how far apart destination rows the fitted blocking of transposes that do not
     /// stream writes 256-byte runs ([`Blocking::LONG_RUNS`], see [`Blocking::fitted`]): 1 KiB.
@@ -504,19 +545,20 @@ impl Tiling {
     /// The blocking for transposes of `elem_size`-byte elements whose destination rows (one per
     /// step along the source-contiguous loop) lie `dst_row_bytes` apart and whose source rows
     /// (one per step along the destination-contiguous loop) lie `src_row_bytes` apart on
-    /// `target`, into a destination whose writes stream (`streams`: large, and
+    /// `target`, into a destination of `dst_bytes` whose writes stream (`streams`: large, and
     /// [`LargeWrites::Streamed`]) or not.
     pub fn blocking(
         self,
         elem_size: usize,
         dst_row_bytes: usize,
         src_row_bytes: usize,
+        dst_bytes: usize,
         streams: bool,
         target: Target,
     ) -> Blocking {
         match self {
             Tiling::Fitted if streams => Blocking::streamed(elem_size, src_row_bytes),
-            Tiling::Fitted => Blocking::fitted(elem_size, dst_row_bytes, target),
+            Tiling::Fitted => Blocking::fitted(elem_size, dst_row_bytes, dst_bytes, target),
             Tiling::Fixed(blocking) => blocking,
         }
     }
@@ -802,18 +844,29 @@ mod tests {
     #[test]
     fn fitting_follows_the_l1_sets() {
         let host = Target::host();
-        assert_eq!(Blocking::fitted(1, 3072, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(4, 3072, host), Blocking::LONG_RUNS);
-        assert_eq!(Blocking::fitted(4, 960, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(1, 2048, host), Blocking::LONG_RUNS);
-        assert_eq!(Blocking::fitted(4, 8192, host), Blocking::STAGED_RUNS);
+        let (large, small) = (
+            Blocking::MEDIUM_RUNS_MIN_BYTES,
+            Blocking::MEDIUM_RUNS_MIN_BYTES - 1,
+        );
+        assert_eq!(Blocking::fitted(1, 3072, large, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(4, 3072, small, host), Blocking::LONG_RUNS);
+        assert_eq!(Blocking::fitted(4, 960, large, host), Blocking::MEDIUM_RUNS);
+        assert_eq!(Blocking::fitted(4, 960, small, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(2, 256, large, host), Blocking::MEDIUM_RUNS);
+        assert_eq!(Blocking::fitted(1, 960, large, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(4, 64, large, host), Blocking::DEFAULT);
+        assert_eq!(Blocking::fitted(1, 2048, small, host), Blocking::LONG_RUNS);
+        assert_eq!(
+            Blocking::fitted(4, 8192, large, host),
+            Blocking::STAGED_RUNS
+        );
         let fixed = Blocking::STREAMED_512;
         assert_eq!(
-            Tiling::Fixed(fixed).blocking(4, 4096, 4096, true, host),
+            Tiling::Fixed(fixed).blocking(4, 4096, 4096, 1 << 30, true, host),
             fixed
         );
         assert_eq!(
-            Tiling::Fitted.blocking(4, 4096, 4096, false, host),
+            Tiling::Fitted.blocking(4, 4096, 4096, 1 << 20, false, host),
             Blocking::STAGED_RUNS
         );
         for (elem_size, src_row_bytes, streamed) in [
@@ -839,7 +892,7 @@ mod tests {
             (1, 8000, Blocking::STREAMED_256.across()),
         ] {
             assert_eq!(
-                Tiling::Fitted.blocking(elem_size, 3072, src_row_bytes, true, host),
+                Tiling::Fitted.blocking(elem_size, 3072, src_row_bytes, 1 << 30, true, host),
                 streamed
             );
             let bands = LoopOrder::Fitted.around_transpose(elem_size, src_row_bytes, true)
