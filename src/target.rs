@@ -129,8 +129,8 @@ impl Target {
     /// with 3 channels 6.7–9.7 against 9.5–10.1; quiet, 8.6–9.1 against 8.4–8.6 and 10.1–12.2
     /// against 9.5–9.6, and NHWC → NCHW with 3 channels 11.9–12.4 against 8.5–9.1. From this
     /// bound on, tuning ([`Options::tune`](crate::Options::tune)) measures ordinary stores
-    /// against streaming for every kernel where the relayout runs; below it, only transposes
-    /// have streamed candidates.
+    /// against streaming for every kernel where the relayout runs; below it nothing streams
+    /// (the streamed blockings of transposes store their blocks in place there).
     ///
     /// ```
     /// use relayout::Target;

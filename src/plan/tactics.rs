@@ -405,8 +405,9 @@ impl Blocking {
     /// against 0.58, 300 × 400 f32 0.69–0.71 against 0.63–0.64, NHWC → NCHW with 64 channels
     /// (24.5 MiB) 0.79 against 0.61–0.66; 1400 × 1500 f64 and 6 or 12 channels back to planes
     /// ran the same either way. The default stays for 1-byte elements (3000² u8 ran at 0.56
-    /// with longer runs against 0.65–0.67) and for rows closer together (NCHW → NHWC with 64
-    /// channels: 0.62 against 0.77–0.79 for the default).
+    /// with longer runs against 0.65–0.67); rows closer together ran slower with 256-byte runs
+    /// than with the default (NCHW → NHWC with 64 channels: 0.62 against 0.77–0.79) and take
+    /// 128-byte runs instead (above).
     ///
     /// ```
     /// use relayout::plan::Blocking;
@@ -571,9 +572,9 @@ impl Tactics {
     /// by side ([`LargeWrites::StreamedInPieces`]; it plans what the default plans for every
     /// other kernel, so it costs no measurement there); then 128-byte runs streamed along the
     /// source rows in 8 KiB blocks ([`Blocking::STREAMED_128`]), which beat it on the large f32
-    /// transposes of long source rows on a 2-core Intel Xeon VM (family 6, model 167); then staged blocks streamed out in the two
-    /// orders that most often beat it on a 2-core AMD EPYC
-    /// (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
+    /// transposes of long source rows on a 2-core Intel Xeon VM (family 6, model 167); then
+    /// staged blocks streamed out in the two orders that most often beat it on a 2-core AMD
+    /// EPYC (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then register tiles
     /// streamed straight to the destination in runs of 256 bytes across the source rows
     /// ([`Blocking::STREAMED_TILES`]); then the default with
