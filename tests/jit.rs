@@ -99,6 +99,38 @@ fn close_destination_rows_take_two_lines_a_block() {
 }
 
 #[test]
+fn short_source_rows_take_512_byte_runs() {
+    use relayout::plan::{Kernel, Plan};
+    // NHWC -> NCHW of 56² pixels: source rows of 256 (64 f32 or 128 u16 channels) or 512
+    // bytes (128 f32). Four or two images (3.1 MiB) write 512-byte runs; one image of 128 u16
+    // channels (784 KiB) stays in the L2 and writes 256-byte runs.
+    for (images, channels, elem_size, run) in [
+        (4, 64, 4, 128),
+        (2, 128, 4, 128),
+        (4, 128, 2, 256),
+        (1, 128, 2, 128),
+    ] {
+        let src = Layout::row_major(&[images, 3136, channels]).unwrap();
+        let dst = Layout::ordered(&[images, 3136, channels], &[0, 2, 1]).unwrap();
+        let plan = Plan::new(&src, &dst, elem_size).unwrap();
+        let runs: Vec<usize> = plan
+            .regions()
+            .iter()
+            .filter_map(|r| match r.kernel {
+                Kernel::Transpose { tile, .. } => Some(tile.b.extent),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(runs.iter().max(), Some(&run), "{plan}");
+        check_plan_moves_of(&plan, &src, &dst);
+        match elem_size {
+            4 => check_pair_as::<u32>(&src, &dst, None),
+            _ => check_pair_as::<u16>(&src, &dst, None),
+        }
+    }
+}
+
+#[test]
 fn macro_blocks_of_a_prime_strip_count_are_cut_ragged() {
     use relayout::plan::Plan;
     // u16 rows 6 KiB apart, 128-row strips: 23 strips (a prime) would make one macro block of

@@ -118,8 +118,9 @@ impl LoopOrder {
 /// Whether a transpose of `elem_size`-byte elements whose source rows lie `src_row_bytes` apart
 /// has short source rows, which its fitted tactics read a line or two at a time, band by band
 /// of destination rows, in 512-byte runs ([`Blocking::streamed`],
-/// [`LoopOrder::around_transpose`]): rows from 256 bytes to 1 KiB, of elements of 2 bytes or
-/// more. Shorter rows fill too few lines per block, and 1-byte elements ran no faster in bands
+/// [`LoopOrder::around_transpose`]), and, up to 512 bytes, in 512-byte runs stored in place where
+/// the writes do not stream ([`Blocking::fitted`]): rows from 256 bytes to 1 KiB, of elements
+/// of 2 bytes or more. Shorter rows fill too few lines per block, and 1-byte elements ran no faster in bands
 /// (NHWC → NCHW of 256 and 512 u8 channels: 0.43–0.47 of memcpy against 0.49–0.51) on the
 /// 2-core AMD EPYC (Zen 4) VM.
 pub const fn short_source_rows(elem_size: usize, src_row_bytes: usize) -> bool {
@@ -202,9 +203,9 @@ pub enum BlockWrite {
 ///
 /// let host = Target::host();
 /// // 1-byte elements in rows 3 KiB apart (4 different L1 sets): the default stays.
-/// assert_eq!(Blocking::fitted(1, 3072, 64 << 20, host), Blocking::DEFAULT);
+/// assert_eq!(Blocking::fitted(1, 3072, 4096, 64 << 20, host), Blocking::DEFAULT);
 /// // Rows 4 KiB apart all start in the same set: blocks are staged and copied out.
-/// assert_eq!(Blocking::fitted(4, 4096, 64 << 20, host).write, BlockWrite::Staged);
+/// assert_eq!(Blocking::fitted(4, 4096, 4096, 64 << 20, host).write, BlockWrite::Staged);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Blocking {
@@ -364,6 +365,14 @@ impl Blocking {
         prefetch_ahead: 1,
     };
 
+    /// 512-byte runs in 8 KiB blocks with no macro blocks, stored in place: the geometry of
+    /// [`Blocking::STREAMED_512`] for destinations that do not stream. The fitted blocking of
+    /// transposes with short source rows ([`short_source_rows`], see [`Blocking::fitted`]).
+    pub const SHORT_SOURCE_RUNS: Blocking = Blocking {
+        write: BlockWrite::InPlace,
+        ..Blocking::STREAMED_512
+    };
+
     /// 1 KiB runs, 16 rows a block, staged and streamed.
     pub const STREAMED_1K: Blocking = Blocking {
         run_bytes: 1024,
@@ -409,48 +418,70 @@ impl Blocking {
     /// than with the default (NCHW → NHWC with 64 channels: 0.62 against 0.77–0.79) and take
     /// 128-byte runs instead (above).
     ///
+    /// Short source rows ([`short_source_rows`]) no longer than 512 bytes take 512-byte runs in
+    /// 8 KiB blocks ([`Blocking::SHORT_SOURCE_RUNS`]) beyond the L2, wherever the destination
+    /// rows start in more than two L1 sets: a block then reads one line of each of 128 source
+    /// rows (f32) that the next blocks read on from the L1, where 256-byte runs read 64 and
+    /// macro blocks take them from the L2. On a 2-core Intel Xeon VM (family 6, model 167), in
+    /// two alternating `relayout bench --no-tune` runs of each build, GB/s: NHWC → NCHW of 32
+    /// images of 56² with 64 f32 channels 10.2–11.1 against 8.8–9.2, with 128 u16 channels
+    /// 8.6–8.9 against 6.5–7.8, 100000 × 64 f32 10.1–10.4 against 8.6–9.2. With two threads
+    /// (each blocking pinned in a tuning file, three runs each) 64 f32 channels moved 21.7–22.3
+    /// GB/s against 13.7–21.5. Source rows of 1 KiB read 128 KiB a strip, more than the L1
+    /// holds, and ran slower this way (8 images of 256 f32 channels: 6.7–8.8 against 8.5–9.7
+    /// with one thread, 9.0–17 against 15–18 with two).
+    ///
     /// ```
     /// use relayout::plan::Blocking;
     /// use relayout::Target;
     ///
     /// let host = Target::host();
     /// // 2000² f32: rows 8000 bytes apart, starting in every L1 set.
-    /// assert_eq!(Blocking::fitted(4, 8000, 16_000_000, host), Blocking::LONG_RUNS);
-    /// assert_eq!(Blocking::fitted(1, 8000, 4_000_000, host), Blocking::DEFAULT);
-    /// // NCHW -> NHWC of 32 images of 56² with 64 f32 channels: rows of 256 bytes, one after
-    /// // another; 150 × 64 f32 stays in the L2.
-    /// assert_eq!(Blocking::fitted(4, 256, 25_690_112, host), Blocking::MEDIUM_RUNS);
-    /// assert_eq!(Blocking::fitted(4, 256, 38_400, host), Blocking::DEFAULT);
-    /// assert_eq!(Blocking::fitted(1, 256, 6_422_528, host), Blocking::DEFAULT);
+    /// assert_eq!(Blocking::fitted(4, 8000, 8000, 16_000_000, host), Blocking::LONG_RUNS);
+    /// assert_eq!(Blocking::fitted(1, 8000, 8000, 4_000_000, host), Blocking::DEFAULT);
+    /// // NCHW -> NHWC of 32 images of 56² with 64 f32 channels: destination rows of 256
+    /// // bytes, one after another, source rows of 56² f32; 150 × 64 f32 stays in the L2.
+    /// assert_eq!(Blocking::fitted(4, 256, 12_544, 25_690_112, host), Blocking::MEDIUM_RUNS);
+    /// assert_eq!(Blocking::fitted(4, 256, 600, 38_400, host), Blocking::DEFAULT);
+    /// assert_eq!(Blocking::fitted(1, 256, 3136, 6_422_528, host), Blocking::DEFAULT);
+    /// // And back, NHWC -> NCHW: source rows of 256 bytes.
+    /// assert_eq!(Blocking::fitted(4, 12_544, 256, 25_690_112, host), Blocking::SHORT_SOURCE_RUNS);
     /// ```
     pub fn fitted(
         elem_size: usize,
         row_bytes: usize,
+        src_row_bytes: usize,
         dst_bytes: usize,
         target: Target,
     ) -> Blocking {
+        let beyond_l2 = dst_bytes >= Blocking::BEYOND_L2_BYTES;
         match target.start_sets(row_bytes) {
             1 => Blocking::STAGED_RUNS,
             2 => Blocking::LONG_RUNS,
+            _ if beyond_l2
+                && short_source_rows(elem_size, src_row_bytes)
+                && src_row_bytes <= Blocking::SHORT_SOURCE_RUNS.run_bytes =>
+            {
+                Blocking::SHORT_SOURCE_RUNS
+            }
             _ if elem_size < 2 => Blocking::DEFAULT,
             _ if row_bytes >= Blocking::FAR_DESTINATION_ROW_BYTES => Blocking::LONG_RUNS,
-            _ if row_bytes >= Blocking::MEDIUM_RUNS.run_bytes
-                && dst_bytes >= Blocking::MEDIUM_RUNS_MIN_BYTES =>
-            {
-                Blocking::MEDIUM_RUNS
-            }
+            _ if beyond_l2 && row_bytes >= Blocking::MEDIUM_RUNS.run_bytes => Blocking::MEDIUM_RUNS,
             _ => Blocking::DEFAULT,
         }
     }
 
     /// From how many bytes of destination the fitted blocking of transposes that do not stream
-    /// writes 128-byte runs into rows closer than [`Blocking::FAR_DESTINATION_ROW_BYTES`]
-    /// ([`Blocking::MEDIUM_RUNS`], see [`Blocking::fitted`]): 1 MiB, about what leaves a core's
-    /// L2 cache. Smaller transposes run from the L2 and are bound by their tiles and edges, not
-    /// by memory: on a 2-core Intel Xeon VM (family 6, model 167), untuned, 150² f32 moved 26
-    /// GB/s with 128-byte runs against 30–32 with the default, and 200 × 300 f32 30 against
-    /// 39–41, while 200 × 1000 ran as fast either way.
-    pub const MEDIUM_RUNS_MIN_BYTES: usize = 1 << 20;
+    /// is chosen for memory rather than for the L2 ([`Blocking::fitted`]): 512-byte runs from
+    /// short source rows ([`Blocking::SHORT_SOURCE_RUNS`]) and 128-byte runs into rows closer
+    /// than [`Blocking::FAR_DESTINATION_ROW_BYTES`] ([`Blocking::MEDIUM_RUNS`]). 1 MiB, about
+    /// what leaves a core's L2 cache. Smaller transposes run from the L2 and are bound by their
+    /// tiles and edges, not by memory: on a 2-core Intel Xeon VM (family 6, model 167),
+    /// untuned, 150² f32 moved 26 GB/s with 128-byte runs against 30–32 with the default, and
+    /// 200 × 300 f32 30 against 39–41, while 200 × 1000 ran as fast either way; 1000 × 128 f32
+    /// moved 21–22 GB/s with 512-byte runs against 24 with the default, and 4000 × 128 u16
+    /// 16–17 against 18.
+    pub const BEYOND_L2_BYTES: usize = 1 << 20;
 
     /// From how far apart destination rows the fitted blocking of transposes that do not
     /// stream writes 256-byte runs ([`Blocking::LONG_RUNS`], see [`Blocking::fitted`]): 1 KiB.
@@ -559,7 +590,9 @@ impl Tiling {
     ) -> Blocking {
         match self {
             Tiling::Fitted if streams => Blocking::streamed(elem_size, src_row_bytes),
-            Tiling::Fitted => Blocking::fitted(elem_size, dst_row_bytes, dst_bytes, target),
+            Tiling::Fitted => {
+                Blocking::fitted(elem_size, dst_row_bytes, src_row_bytes, dst_bytes, target)
+            }
             Tiling::Fixed(blocking) => blocking,
         }
     }
@@ -845,20 +878,68 @@ mod tests {
     #[test]
     fn fitting_follows_the_l1_sets() {
         let host = Target::host();
-        let (large, small) = (
-            Blocking::MEDIUM_RUNS_MIN_BYTES,
-            Blocking::MEDIUM_RUNS_MIN_BYTES - 1,
-        );
-        assert_eq!(Blocking::fitted(1, 3072, large, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(4, 3072, small, host), Blocking::LONG_RUNS);
-        assert_eq!(Blocking::fitted(4, 960, large, host), Blocking::MEDIUM_RUNS);
-        assert_eq!(Blocking::fitted(4, 960, small, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(2, 256, large, host), Blocking::MEDIUM_RUNS);
-        assert_eq!(Blocking::fitted(1, 960, large, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(4, 64, large, host), Blocking::DEFAULT);
-        assert_eq!(Blocking::fitted(1, 2048, small, host), Blocking::LONG_RUNS);
+        let (large, small) = (Blocking::BEYOND_L2_BYTES, Blocking::BEYOND_L2_BYTES - 1);
+        let long = 8000;
         assert_eq!(
-            Blocking::fitted(4, 8192, large, host),
+            Blocking::fitted(1, 3072, long, large, host),
+            Blocking::DEFAULT
+        );
+        assert_eq!(
+            Blocking::fitted(4, 3072, long, small, host),
+            Blocking::LONG_RUNS
+        );
+        assert_eq!(
+            Blocking::fitted(4, 960, long, large, host),
+            Blocking::MEDIUM_RUNS
+        );
+        assert_eq!(
+            Blocking::fitted(4, 960, long, small, host),
+            Blocking::DEFAULT
+        );
+        assert_eq!(
+            Blocking::fitted(2, 256, long, large, host),
+            Blocking::MEDIUM_RUNS
+        );
+        assert_eq!(
+            Blocking::fitted(1, 960, long, large, host),
+            Blocking::DEFAULT
+        );
+        assert_eq!(
+            Blocking::fitted(4, 64, long, large, host),
+            Blocking::DEFAULT
+        );
+        assert_eq!(
+            Blocking::fitted(1, 2048, long, small, host),
+            Blocking::LONG_RUNS
+        );
+        // Source rows of 256 and 512 bytes beyond the L2 take 512-byte runs, wherever the
+        // destination rows start; not 1-byte elements, rows of a KiB, nor rows in two L1 sets.
+        for (elem_size, src_row) in [(4, 256), (2, 512), (8, 512)] {
+            for dst_row in [960, 3072, 12_544] {
+                assert_eq!(
+                    Blocking::fitted(elem_size, dst_row, src_row, large, host),
+                    Blocking::SHORT_SOURCE_RUNS
+                );
+            }
+        }
+        assert_eq!(
+            Blocking::fitted(4, 12_544, 256, small, host),
+            Blocking::LONG_RUNS
+        );
+        assert_eq!(
+            Blocking::fitted(1, 12_544, 256, large, host),
+            Blocking::DEFAULT
+        );
+        assert_eq!(
+            Blocking::fitted(4, 12_544, 1024, large, host),
+            Blocking::LONG_RUNS
+        );
+        assert_eq!(
+            Blocking::fitted(4, 2048, 256, large, host),
+            Blocking::LONG_RUNS
+        );
+        assert_eq!(
+            Blocking::fitted(4, 8192, long, large, host),
             Blocking::STAGED_RUNS
         );
         let fixed = Blocking::STREAMED_512;
