@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use crate::convert::{Conversion, PerIndex};
 use crate::dtype::DType;
+use crate::engine::offsets::OffsetKernels;
 use crate::engine::{Candidate, Engine, Request, TuneKey};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::packing;
-use crate::plan::{BlockWrite, Blocking, Packed, Plan, Tactics, Tiling, Walk};
+use crate::plan::{BlockWrite, Blocking, LineOffsets, Packed, Plan, Tactics, Tiling, Walk};
 use crate::target::Target;
 use crate::tune::Tuner;
 
@@ -454,6 +455,9 @@ pub struct Relayout {
     kernels: Kernels,
     options: Options,
     cache_hit: bool,
+    /// The kernels for destinations that start part-way into a cache line, where they could
+    /// differ from [`Relayout::plan`]'s.
+    offsets: Option<Arc<OffsetKernels>>,
 }
 
 /// The kernel of a relayout, or the candidates it is choosing among (and what the choice is to
@@ -526,6 +530,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         per_index: options.per_index.clone(),
         tactics: Tactics::default(),
         target: options.target,
+        line_offsets: LineOffsets::default(),
     };
     let tune = options.tune && options.tactics.is_none();
     let key = TuneKey {
@@ -535,6 +540,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     let remembered = tune.then(|| engine.remembered(&key)).flatten();
     request.tactics = options.tactics.or(remembered).unwrap_or_default();
     let (first, cache_hit) = engine.candidate(&request, options.cache)?;
+    let offsets = OffsetKernels::of(&request, &first, options.cache);
     let dst_bytes = first.plan.dst_bytes();
     let large = dst_bytes >= TUNE_MIN_BYTES.min(options.target.stream_min_bytes);
     let alternatives = if tune && remembered.is_none() && large {
@@ -555,6 +561,7 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
         kernels,
         options,
         cache_hit,
+        offsets,
     })
 }
 
@@ -646,10 +653,16 @@ impl Relayout {
     /// As [`Relayout::run_raw`]. Every candidate reads and writes the same elements.
     unsafe fn launch(&self, src: *const u8, dst: *mut u8) {
         match &self.kernels {
-            // SAFETY: forwarded from the caller.
-            Kernels::One(c) => unsafe { self.launch_candidate(c, src, dst) },
+            Kernels::One(c) => {
+                let at_offset = self.at_line_offsets(c, src, dst);
+                // SAFETY: forwarded from the caller; the kernels of every offset move the same
+                // elements.
+                unsafe { self.launch_candidate(at_offset.as_ref().unwrap_or(c), src, dst) }
+            }
             Kernels::Tuned(tuner, key) => {
                 let (candidate, trial) = tuner.next();
+                let at_offset = self.at_line_offsets(candidate, src, dst);
+                let candidate = at_offset.as_ref().unwrap_or(candidate);
                 let start = Instant::now();
                 // SAFETY: forwarded from the caller; all candidates move the same elements.
                 unsafe { self.launch_candidate(candidate, src, dst) };
@@ -660,6 +673,18 @@ impl Relayout {
                 }
             }
         }
+    }
+
+    /// `candidate`'s kernel planned for buffers at `src` and `dst`, where one lies part-way
+    /// into a cache line and the plan differs (see [`Plan::with_tactics_at`]); compiled on
+    /// first use.
+    fn at_line_offsets(
+        &self,
+        candidate: &Candidate,
+        src: *const u8,
+        dst: *mut u8,
+    ) -> Option<Candidate> {
+        self.offsets.as_ref()?.for_buffers(candidate, src, dst)
     }
 
     /// Splits the work of one kernel between the configured threads and runs it.

@@ -13,6 +13,7 @@
 //! tuning chose for each request, so that compiling the same relayout again goes straight to it.
 
 mod bounded;
+pub(crate) mod offsets;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -23,7 +24,7 @@ use crate::convert::{Conversion, PerIndex};
 use crate::error::Result;
 use crate::jit::{self, Compiled};
 use crate::layout::Layout;
-use crate::plan::{Packed, Plan, Tactics};
+use crate::plan::{LineOffsets, Packed, Plan, Tactics};
 use crate::target::Target;
 use crate::tuning;
 
@@ -48,6 +49,9 @@ pub(crate) struct Request {
     pub per_index: Option<PerIndex>,
     pub tactics: Tactics,
     pub target: Target,
+    /// Where the buffers lie in their cache lines (see [`Plan::with_tactics_at`]); only moved
+    /// elements plan by it.
+    pub line_offsets: LineOffsets,
 }
 
 /// What a tuning choice is remembered by: the request but its tactics, and the thread count.
@@ -58,6 +62,7 @@ pub(crate) struct TuneKey {
 }
 
 /// A planned and compiled request.
+#[derive(Clone)]
 pub(crate) struct Candidate {
     pub tactics: Tactics,
     pub plan: Arc<Plan>,
@@ -112,7 +117,14 @@ impl Engine {
                 }
                 (Some(c), None, _) => Plan::converting(src, dst, c, tactics, target),
                 (None, _, Some(p)) => Plan::packed(src, dst, p, tactics, target),
-                (None, _, None) => Plan::with_tactics(src, dst, request.elem_size, tactics, target),
+                (None, _, None) => Plan::with_tactics_at(
+                    src,
+                    dst,
+                    request.elem_size,
+                    tactics,
+                    target,
+                    request.line_offsets,
+                ),
             }?,
         );
         if use_cache {
@@ -254,6 +266,7 @@ mod tests {
             per_index: None,
             tactics,
             target: Target::host(),
+            line_offsets: LineOffsets::default(),
         }
     }
 

@@ -32,6 +32,7 @@
 mod display;
 mod interpret;
 pub mod ir;
+mod lines;
 mod packed;
 mod refine;
 mod schedule;
@@ -43,6 +44,7 @@ pub use ir::{
     CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region,
     TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
 };
+pub use lines::LineOffsets;
 pub use tactics::{
     short_source_rows, BlockWrite, Blocking, LargeWrites, LoopOrder, Tactics, Tiling,
 };
@@ -95,7 +97,48 @@ impl Plan {
         tactics: Tactics,
         target: Target,
     ) -> Result<Plan> {
-        Plan::build(src, dst, Elements::Moved(elem_size), tactics, target)
+        Plan::build(
+            src,
+            dst,
+            Elements::Moved(elem_size),
+            tactics,
+            target,
+            LineOffsets::default(),
+        )
+    }
+
+    /// [`Plan::with_tactics`] for buffers that lie `line_offsets` bytes past the start of a
+    /// cache line of `target` (see [`LineOffsets`]). Transposes whose rows along a side all
+    /// start at the same place in their lines, and span at least 32 lines, move the elements
+    /// up to each row's next line on their own first, so that their blocks read and their runs
+    /// write whole lines. The plan is correct wherever the buffers lie, and fastest where they
+    /// lie as planned; [`Relayout::run`](crate::Relayout::run) plans so for the buffers it is
+    /// given.
+    ///
+    /// ```
+    /// use relayout::plan::{LineOffsets, Plan, Tactics};
+    /// use relayout::{Layout, Target};
+    ///
+    /// let (src, dst) = (Layout::row_major(&[640, 640])?, Layout::col_major(&[640, 640])?);
+    /// let host = Target::host();
+    /// let aligned = Plan::with_tactics(&src, &dst, 4, Tactics::default(), host)?;
+    /// // A destination 16 bytes into a line: the first 12 f32 of each of its rows (40 lines
+    /// // long) go first.
+    /// let at = LineOffsets { src: 0, dst: 16 };
+    /// let offset = Plan::with_tactics_at(&src, &dst, 4, Tactics::default(), host, at)?;
+    /// assert!(offset.regions().len() > aligned.regions().len());
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn with_tactics_at(
+        src: &Layout,
+        dst: &Layout,
+        elem_size: usize,
+        tactics: Tactics,
+        target: Target,
+        line_offsets: LineOffsets,
+    ) -> Result<Plan> {
+        let elements = Elements::Moved(elem_size);
+        Plan::build(src, dst, elements, tactics, target, line_offsets)
     }
 
     /// [`Plan::with_tactics`] for a relayout that converts every element on the way: the
@@ -126,7 +169,7 @@ impl Plan {
         } else {
             Elements::Converted(conversion, None)
         };
-        Plan::build(src, dst, elements, tactics, target)
+        Plan::build(src, dst, elements, tactics, target, LineOffsets::default())
     }
 
     /// [`Plan::converting`] with a per-index affine map on the way (see [`PerIndex`]): the
@@ -159,6 +202,7 @@ impl Plan {
             Elements::Converted(conversion, Some(map)),
             tactics,
             target,
+            LineOffsets::default(),
         )
     }
 
@@ -183,7 +227,14 @@ impl Plan {
         tactics: Tactics,
         target: Target,
     ) -> Result<Plan> {
-        Plan::build(src, dst, Elements::Packed(packed), tactics, target)
+        Plan::build(
+            src,
+            dst,
+            Elements::Packed(packed),
+            tactics,
+            target,
+            LineOffsets::default(),
+        )
     }
 
     fn build(
@@ -192,6 +243,7 @@ impl Plan {
         elements: Elements,
         tactics: Tactics,
         target: Target,
+        line_offsets: LineOffsets,
     ) -> Result<Plan> {
         let (elem_size, conversion, packed, per_index) = match elements {
             Elements::Moved(size) => (size, None, None, None),
@@ -290,6 +342,7 @@ impl Plan {
                 p.bytes_for(dst.cosize())
             }),
             tactics,
+            line_offsets: line_offsets.within(target.line_bytes),
         };
         let mut regions = Vec::new();
         for combo in box_combinations(&boxes) {

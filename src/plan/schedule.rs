@@ -7,6 +7,7 @@ use super::ir::{
     ZipTile, ZipWrite,
 };
 use super::tactics::{BlockWrite, Blocking, LargeWrites, LoopOrder, Tactics};
+use super::LineOffsets;
 use crate::target::Target;
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
@@ -54,6 +55,8 @@ pub(super) struct Context {
     /// Bytes of the destination.
     pub dst_bytes: usize,
     pub tactics: Tactics,
+    /// Where the buffers lie in their cache lines.
+    pub line_offsets: LineOffsets,
 }
 
 impl Context {
@@ -145,7 +148,21 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
                 cx.streams_runs(),
                 cx.target,
             );
-            block_transpose(region, tile, blocking, loop_order, cx)
+            let streams = cx.large()
+                && matches!(
+                    blocking.write,
+                    BlockWrite::Streamed | BlockWrite::StreamedTiles
+                );
+            let (mut region, mut tile, mut heads) = (region, tile, Vec::new());
+            for rows in [Rows::Destination, Rows::Source] {
+                let peeled = peel_to_line(&region, tile, rows, streams, cx);
+                if let Some((head, rest, rest_tile)) = peeled {
+                    (region, tile) = (rest, rest_tile);
+                    heads.push(head);
+                }
+            }
+            heads.extend(block_transpose(region, tile, blocking, loop_order, cx));
+            heads
         }
         Kernel::Unzip { tile, write }
             if cx.streams_runs() && tile.elements() * elem_size > ZIP_CHUNK_BYTES =>
@@ -528,6 +545,116 @@ fn block_transpose(
         r.loops.extend(inner);
     }
     out
+}
+
+/// Lines a transpose's rows must span for [`peel_to_line`] to move their first elements on
+/// their own. The destination line each row shares with the next is then finished by two
+/// regions far apart, one read for ownership more a row: on a 2-core Intel Xeon VM (family 6,
+/// model 167), into a buffer 16 bytes past a line (untuned, the best of seven runs of each
+/// build), NCHW → NHWC with 64 f32 channels (rows of 4 lines) ran 20% slower peeled and with
+/// 256 (16 lines) 8% slower, while rows of 32 lines and more ran faster (512² f32 by 25%,
+/// 2000² f32 by 25–30%, NHWC → NCHW with 64 channels by 20%, 2000² f64 twice as fast).
+const PEELED_ROW_LINES: i64 = 32;
+
+/// [`PEELED_ROW_LINES`] for transposes that stream their blocks out: the partial lines of
+/// streamed runs are stored ordinarily and read for ownership from memory, a line each time,
+/// so rows of two 256-byte runs pay already. On the Intel Xeon VM, with both buffers 16 bytes
+/// past a line, the streamed 256³ reversal (rows of 16 lines) moved 2.8–3.0 GB/s unpeeled,
+/// 3.9 peeled and 8.0 between aligned buffers (`relayout bench --no-tune --page-offset`).
+const STREAMED_PEELED_ROW_LINES: i64 = 8;
+
+/// The side of a transpose whose rows [`peel_to_line`] lines up.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// The source rows, along the tile's `a`: its blocks then read whole lines.
+    Source,
+    /// The destination rows, along the tile's `b`: its runs then write whole lines.
+    Destination,
+}
+
+/// Where a buffer starts part-way into a cache line ([`Context::line_offsets`]) and every row
+/// of a transpose on that side starts at the same place in its line, the elements of each row
+/// up to its next line as a region of their own (tiles stored in place), and the rest of the
+/// transpose with its tile, whose blocks then read (source) or whose runs write (destination)
+/// whole lines. Rows must span [`PEELED_ROW_LINES`] lines. A run that starts or ends part-way
+/// into a line leaves it to the next strip, a read for ownership more where it has left the
+/// cache by then, and a streamed run stores its partial lines ordinarily; a block that reads
+/// part of a line splits the 32-byte loads of its tiles. On a 2-core Intel Xeon VM (family 6,
+/// model 167), untuned (the best of seven runs), a streamed 4000² f32 transpose moved 7.4 GB/s
+/// from an aligned source into a
+/// destination 16 bytes past a line peeled (7.5 into an aligned one), 3.7 unpeeled, and 5.2
+/// from a source 16 bytes past a line with the destination peeled alone; with both buffers 16
+/// bytes past a line, peeling both sides took it from 3.7 to 7.5. Source rows are peeled only
+/// where the destination rows are long too: NCHW → NHWC with 64 f32 channels (destination
+/// rows of 4 lines, source rows of 196) ran 10–18% slower with its source peeled, its 98
+/// blocks a row becoming 97 and a tail.
+fn peel_to_line(
+    region: &Region,
+    tile: TransposeTile,
+    rows: Rows,
+    streams: bool,
+    cx: Context,
+) -> Option<(Region, Region, TransposeTile)> {
+    let line = cx.target.line_bytes as i64;
+    let size = cx.elem_size as i64;
+    let (run, across, offset, base) = match rows {
+        Rows::Source => (tile.a, tile.b, cx.line_offsets.src, region.src_base),
+        Rows::Destination => (tile.b, tile.a, cx.line_offsets.dst, region.dst_base),
+    };
+    let stride = |l: &Loop| match rows {
+        Rows::Source => l.src_stride,
+        Rows::Destination => l.dst_stride,
+    };
+    let whole_lines = |l: &Loop| (stride(l) * size).rem_euclid(line) == 0;
+    let lines = match streams {
+        true => STREAMED_PEELED_ROW_LINES,
+        false => PEELED_ROW_LINES,
+    };
+    let long = |l: Loop| (l.extent as i64) * size >= lines * line;
+    // Source rows are peeled only where the destination rows are long too: into short ones
+    // the unpeeled blocks ran faster.
+    let long_destination_rows = match rows {
+        Rows::Source => long(tile.b),
+        Rows::Destination => true,
+    };
+    if offset == 0
+        || cx.converts
+        || stride(&run) != 1
+        || !whole_lines(&across)
+        || !region.loops.iter().all(whole_lines)
+        || !long(run)
+        || !long_destination_rows
+    {
+        return None;
+    }
+    let start = (offset as i64 + base * size).rem_euclid(line);
+    let head_bytes = (line - start) % line;
+    let head = (head_bytes / size) as usize;
+    if head_bytes % size != 0 || head < tile.lanes || head >= run.extent {
+        return None;
+    }
+    let with_run = |run: Loop| match rows {
+        Rows::Source => TransposeTile { a: run, ..tile },
+        Rows::Destination => TransposeTile { b: run, ..tile },
+    };
+    let in_place = |tile: TransposeTile| Kernel::Transpose {
+        tile,
+        write: TransposeWrite::InPlace,
+    };
+    let first = Region {
+        kernel: in_place(with_run(run.with_extent(head))),
+        ..region.clone()
+    };
+    let rest_tile = with_run(run.with_extent(run.extent - head));
+    let done = head as i64;
+    let rest = Region {
+        src_base: region.src_base + done * run.src_stride,
+        dst_base: region.dst_base + done * run.dst_stride,
+        index_base: region.index_base + done * run.index_stride,
+        kernel: in_place(rest_tile),
+        ..region.clone()
+    };
+    Some((first, rest, rest_tile))
 }
 
 /// Bytes between the source rows of a transpose tile: one step along its destination-contiguous

@@ -33,13 +33,27 @@ impl<T: Copy> PageAligned<T> {
     ///
     /// # Panics
     /// As `Vec::with_capacity` does, when `len` elements and a page more cannot be allocated.
-    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> PageAligned<T> {
+    pub fn from_fn(len: usize, f: impl FnMut(usize) -> T) -> PageAligned<T> {
+        PageAligned::from_fn_past(len, 0, f)
+    }
+
+    /// [`PageAligned::from_fn`] with the first element `past` bytes after the start of a page
+    /// (rounded down to a whole element, and taken modulo the page): where a `Vec` of more than
+    /// 128 KiB from glibc's allocator starts (16 bytes past a page), for instance.
+    ///
+    /// ```
+    /// use relayout::suite::PageAligned;
+    ///
+    /// let buf = PageAligned::from_fn_past(100_000, 16, |i| i as f32);
+    /// assert_eq!(buf.as_ptr() as usize % 4096, 16);
+    /// assert_eq!(buf[5], 5.0);
+    /// ```
+    pub fn from_fn_past(len: usize, past: usize, mut f: impl FnMut(usize) -> T) -> PageAligned<T> {
         let size = std::mem::size_of::<T>().max(1);
-        let slack = PAGE_BYTES.div_ceil(size);
+        let past = past % PAGE_BYTES / size;
+        let slack = PAGE_BYTES.div_ceil(size) + past;
         let mut storage: Vec<T> = Vec::with_capacity(len.saturating_add(slack));
-        let start = storage
-            .as_ptr()
-            .align_offset(PAGE_BYTES)
+        let start = (storage.as_ptr().align_offset(PAGE_BYTES) + past)
             .min(slack)
             .min(storage.capacity() - len);
         storage.extend((0..start + len).map(|i: usize| f(i.saturating_sub(start))));
@@ -53,6 +67,12 @@ impl<T: Copy> PageAligned<T> {
     /// A buffer of `len` copies of `value`.
     pub fn filled(len: usize, value: T) -> PageAligned<T> {
         PageAligned::from_fn(len, |_| value)
+    }
+
+    /// [`PageAligned::filled`], `past` bytes after the start of a page (see
+    /// [`PageAligned::from_fn_past`]).
+    pub fn filled_past(len: usize, past: usize, value: T) -> PageAligned<T> {
+        PageAligned::from_fn_past(len, past, |_| value)
     }
 }
 

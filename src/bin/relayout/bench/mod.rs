@@ -144,6 +144,11 @@ pub struct BenchArgs {
     /// candidate in turn (every one, as their plans are not compared) and the others tuned.
     #[arg(long, conflicts_with = "no_tune")]
     candidates: bool,
+    /// Start the source and destination buffers this many bytes past a page instead of at one
+    /// (relayouts without a conversion): 16 is where a `Vec` of more than 128 KiB from glibc's
+    /// allocator starts, and a NumPy array's data. memcpy copies between the same buffers.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    page_offset: usize,
     /// List the suite's cases with their layouts and sizes, and exit.
     #[arg(long)]
     list: bool,
@@ -282,7 +287,7 @@ fn suite(
     let mut rows = Vec::new();
     for job in &jobs {
         let tuning = (!args.no_tune).then(|| Duration::from_millis(args.tune_budget));
-        let row = measure(job, threads, tuning, runs)?;
+        let row = measure(job, threads, tuning, runs, args.page_offset)?;
         write_row(&mut out, args.format, &row.cells(args.format), &WIDTHS)?;
         out.flush()?;
         rows.push(row);
@@ -472,16 +477,34 @@ fn measure(
     threads: usize,
     tune: Option<Duration>,
     runs: [usize; 3],
+    page_offset: usize,
 ) -> Result<Row, Error> {
+    let how = Timing {
+        threads,
+        tune,
+        runs,
+        page_offset,
+    };
     match (job.dtype.packed(), job.dtype.size()) {
-        (Some(p), _) => measure_as::<u8>(job, threads, tune, runs, |s, d| {
+        (Some(p), _) => measure_as::<u8>(job, how, |s, d| {
             reference::relayout_packed(&job.src, s, &job.dst, d, p.bits(), None)
         }),
-        (None, 1) => measure_as::<u8>(job, threads, tune, runs, naive_loop(job)),
-        (None, 2) => measure_as::<u16>(job, threads, tune, runs, naive_loop(job)),
-        (None, 4) => measure_as::<u32>(job, threads, tune, runs, naive_loop(job)),
-        (None, _) => measure_as::<u64>(job, threads, tune, runs, naive_loop(job)),
+        (None, 1) => measure_as::<u8>(job, how, naive_loop(job)),
+        (None, 2) => measure_as::<u16>(job, how, naive_loop(job)),
+        (None, 4) => measure_as::<u32>(job, how, naive_loop(job)),
+        (None, _) => measure_as::<u64>(job, how, naive_loop(job)),
     }
+}
+
+/// How a job is timed: on how many threads, tuned within which budget (if at all), how many
+/// runs of relayout, memcpy and the naive loop, and how many bytes past a page the buffers
+/// start.
+#[derive(Clone, Copy)]
+struct Timing {
+    threads: usize,
+    tune: Option<Duration>,
+    runs: [usize; 3],
+    page_offset: usize,
 }
 
 /// The reference relayout of the job's layouts: the naive loop.
@@ -493,11 +516,15 @@ fn naive_loop<T: Copy>(job: &Job) -> impl Fn(&[T], &mut [T]) -> Result<(), Error
 /// memcpy and the naive loop (`naive`) on the same buffers.
 fn measure_as<T: Element>(
     job: &Job,
-    threads: usize,
-    tune: Option<Duration>,
-    runs: [usize; 3],
+    how: Timing,
     naive: impl Fn(&[T], &mut [T]) -> Result<(), Error>,
 ) -> Result<Row, Error> {
+    let Timing {
+        threads,
+        tune,
+        runs,
+        page_offset,
+    } = how;
     let mut options = Options::new().dtype(job.dtype).threads(threads);
     if let Some(budget) = tune {
         options = options.tune(true).tune_budget(budget);
@@ -509,11 +536,13 @@ fn measure_as<T: Element>(
     let slots = |n: usize| job.dtype.packed().map_or(n, |p| p.bytes_for(n));
     let elements = slots(job.src.size());
     // Every page is written before timing, so no contender pays for first touches; a source of
-    // distinct values keeps reads off the shared zero page. Every buffer starts a page, so no
-    // contender gains or loses by where the allocator put it.
-    let fill = |len: usize| PageAligned::from_fn(len, |i| T::from_bits(i as u64));
+    // distinct values keeps reads off the shared zero page. Every buffer starts a page (or
+    // `page_offset` bytes past one), so no contender gains or loses by where the allocator put
+    // it.
+    let fill = |len: usize| PageAligned::from_fn_past(len, page_offset, |i| T::from_bits(i as u64));
     let src = fill(slots(job.src.cosize()));
-    let mut dst = PageAligned::filled(slots(job.dst.cosize()), T::from_bits(u64::MAX));
+    let mut dst =
+        PageAligned::filled_past(slots(job.dst.cosize()), page_offset, T::from_bits(u64::MAX));
     // memcpy copies the tensor's bytes; a broadcast source has fewer slots, so it reads its own.
     let spare;
     let copy_from = if src.len() >= elements {

@@ -1,0 +1,207 @@
+//! Plans and kernels for buffers that start part-way into a cache line: every element moved
+//! once at every offset, the JIT against the reference on buffers at each offset, and guarded.
+
+mod common;
+
+use common::check_plan_moves_of;
+use common::guard::{check_guarded, pattern, Run, MARKER};
+use relayout::plan::{Kernel, LineOffsets, Plan, Tactics};
+use relayout::{compile_relayout_with, reference, Element, Layout, Options, Target};
+
+/// Pairs whose transposes have long rows on both sides, or on one: 2-D transposes of each
+/// element size, NHWC -> NCHW (long destination rows), NCHW -> NHWC (long source rows), a
+/// (0,2,1) permutation and a reversal of three dims.
+fn pairs() -> Vec<(Layout, Layout, usize)> {
+    let transpose = |rows: usize, cols: usize, elem_size: usize| {
+        (
+            Layout::row_major(&[rows, cols]).unwrap(),
+            Layout::col_major(&[rows, cols]).unwrap(),
+            elem_size,
+        )
+    };
+    let ordered = |shape: &[usize], order: &[usize], elem_size: usize| {
+        (
+            Layout::row_major(shape).unwrap(),
+            Layout::ordered(shape, order).unwrap(),
+            elem_size,
+        )
+    };
+    vec![
+        transpose(640, 640, 4),
+        transpose(601, 603, 4),
+        transpose(800, 704, 2),
+        transpose(1216, 1024, 1),
+        transpose(400, 416, 8),
+        ordered(&[2, 784, 64], &[0, 2, 1], 4),
+        ordered(&[2, 64, 784], &[0, 2, 1], 4),
+        ordered(&[4, 256, 320], &[0, 2, 1], 4),
+        ordered(&[20, 130, 140], &[2, 1, 0], 4),
+    ]
+}
+
+/// Offsets in a 64-byte line for elements of `elem_size` bytes: every multiple of the element
+/// size for 8-byte elements, a spread of them for smaller ones.
+fn offsets(elem_size: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = [0, 4, 8, 12, 16, 24, 32, 40, 48, 56]
+        .into_iter()
+        .map(|o| o / elem_size * elem_size)
+        .collect();
+    out.extend([elem_size, 64 - elem_size]);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[test]
+fn plans_for_every_line_offset_move_each_element_once() {
+    let host = Target::host();
+    for (src, dst, elem_size) in pairs() {
+        for s in offsets(elem_size) {
+            for d in offsets(elem_size) {
+                let at = LineOffsets { src: s, dst: d };
+                let plan =
+                    Plan::with_tactics_at(&src, &dst, elem_size, Tactics::default(), host, at)
+                        .unwrap();
+                plan.verify()
+                    .unwrap_or_else(|v| panic!("{src} -> {dst} at {at:?}: {v}\n{plan}"));
+                check_plan_moves_of(&plan, &src, &dst);
+            }
+        }
+    }
+}
+
+#[test]
+fn long_destination_rows_are_peeled_to_whole_lines() {
+    // 640² f32 (rows of 40 lines) into a buffer 16 bytes past a line: the first 12 elements
+    // of each destination row go on their own, and every other transpose region's rows start
+    // a line.
+    let (src, dst) = (
+        Layout::row_major(&[640, 640]).unwrap(),
+        Layout::col_major(&[640, 640]).unwrap(),
+    );
+    let host = Target::host();
+    let aligned = Plan::new(&src, &dst, 4).unwrap();
+    let at = LineOffsets { src: 0, dst: 16 };
+    let plan = Plan::with_tactics_at(&src, &dst, 4, Tactics::default(), host, at).unwrap();
+    assert!(plan.regions().len() > aligned.regions().len(), "{plan}");
+    let mut heads = 0;
+    for region in plan.regions() {
+        let Kernel::Transpose { tile, .. } = region.kernel else {
+            panic!("not a transpose:\n{plan}");
+        };
+        if tile.b.extent == 12 && region.dst_base == 0 {
+            heads += 1;
+        } else {
+            assert_eq!((16 + region.dst_base * 4) % 64, 0, "{plan}");
+        }
+    }
+    assert_eq!(heads, 1, "{plan}");
+    // NCHW -> NHWC with 64 channels: destination rows of 256 bytes, left alone.
+    let (src, dst) = (
+        Layout::row_major(&[2, 64, 784]).unwrap(),
+        Layout::ordered(&[2, 64, 784], &[0, 2, 1]).unwrap(),
+    );
+    let plan = Plan::with_tactics_at(&src, &dst, 4, Tactics::default(), host, at).unwrap();
+    assert_eq!(plan, Plan::new(&src, &dst, 4).unwrap());
+}
+
+/// Runs `src → dst` with the JIT on buffers whose first elements lie `at` bytes past a 64-byte
+/// line, and compares the destination (pre-filled with a marker) with the reference.
+fn check_at<T: Element + PartialEq + std::fmt::Debug>(
+    src: &Layout,
+    dst: &Layout,
+    at: LineOffsets,
+    threads: usize,
+) {
+    let size = std::mem::size_of::<T>();
+    let values: Vec<T> = pattern(src.cosize());
+    let marker = T::from_bits(MARKER);
+    let mut want = vec![marker; dst.cosize()];
+    reference::relayout(src, &values, dst, &mut want, None).expect("reference");
+    // Buffers with a line to spare, and the slice of each that starts `at` past a line.
+    let spare = 64 / size;
+    let start = |ptr: *const T, offset: usize| {
+        let past = ptr as usize % 64;
+        ((64 + offset - past) % 64) / size
+    };
+    let mut src_buf = vec![marker; values.len() + spare];
+    let s = start(src_buf.as_ptr(), at.src);
+    src_buf[s..s + values.len()].copy_from_slice(&values);
+    let mut dst_buf = vec![marker; want.len() + spare];
+    let d = start(dst_buf.as_ptr(), at.dst);
+    let options = Options::new().elem_size(size).threads(threads);
+    let r = compile_relayout_with(src, dst, options).expect("compile");
+    let (input, output) = (
+        &src_buf[s..s + values.len()],
+        &mut dst_buf[d..d + want.len()],
+    );
+    assert_eq!(output.as_ptr() as usize % 64, at.dst);
+    r.run(input, output).expect("run");
+    assert!(
+        output == want.as_slice(),
+        "{size}-byte elements at {at:?}: {src} -> {dst}"
+    );
+}
+
+#[test]
+fn kernels_run_on_buffers_at_every_line_offset() {
+    for (src, dst, elem_size) in pairs() {
+        for s in offsets(elem_size).into_iter().step_by(2) {
+            for d in offsets(elem_size) {
+                let at = LineOffsets { src: s, dst: d };
+                match elem_size {
+                    1 => check_at::<u8>(&src, &dst, at, 1),
+                    2 => check_at::<u16>(&src, &dst, at, 1),
+                    4 => check_at::<u32>(&src, &dst, at, 1),
+                    _ => check_at::<u64>(&src, &dst, at, 1),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn threads_and_tuning_run_on_buffers_at_line_offsets() {
+    // 4 MiB of f32, on two threads, tuned: each candidate is planned for the buffers' offsets.
+    let (src, dst) = (
+        Layout::row_major(&[1024, 1100]).unwrap(),
+        Layout::col_major(&[1024, 1100]).unwrap(),
+    );
+    for at in [
+        LineOffsets { src: 16, dst: 16 },
+        LineOffsets { src: 0, dst: 48 },
+    ] {
+        check_at::<u32>(&src, &dst, at, 2);
+    }
+    let values: Vec<u32> = pattern(src.cosize());
+    let mut want = vec![0u32; dst.cosize()];
+    reference::relayout(&src, &values, &dst, &mut want, None).unwrap();
+    let r = compile_relayout_with(&src, &dst, Options::new().tune(true)).unwrap();
+    let mut out = vec![0u32; dst.cosize() + 16];
+    for run in 0..40 {
+        let shift = run % 16;
+        let output = &mut out[shift..shift + want.len()];
+        output.fill(u32::MAX);
+        r.run(&values, output).unwrap();
+        assert!(output == want.as_slice(), "run {run}, shifted by {shift}");
+    }
+}
+
+#[test]
+fn guarded_buffers_off_their_lines() {
+    // Buffers flush against the page after them start part-way into a line where their bytes
+    // are not a whole number of lines: 601 × 600 f32 starts 32 bytes past one, 801 × 700 u16 8.
+    for (shape, elem_size) in [([601, 600], 4), ([801, 700], 2)] {
+        let src = Layout::row_major(&shape).unwrap();
+        let dst = Layout::col_major(&shape).unwrap();
+        for threads in [1, 2] {
+            let run = Run {
+                elem_size,
+                pad: None,
+                threads,
+                pin: None,
+            };
+            check_guarded(&src, &dst, run).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
