@@ -71,36 +71,41 @@ fn transposes_into_rows_that_share_l1_sets() {
     assert!(!plan.streams(), "{plan}");
 }
 
+/// Checks that the transposes of `src -> dst` for `elem_size`-byte elements write runs of at
+/// most `run` elements, that long, and that the plan and its kernel move every element right.
+fn check_longest_run(src: &Layout, dst: &Layout, elem_size: usize, run: usize) {
+    use relayout::plan::{Kernel, Plan};
+    let plan = Plan::new(src, dst, elem_size).unwrap();
+    let runs: Vec<usize> = plan
+        .regions()
+        .iter()
+        .filter_map(|r| match r.kernel {
+            Kernel::Transpose { tile, .. } => Some(tile.b.extent),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(runs.iter().max(), Some(&run), "{plan}");
+    check_plan_moves_of(&plan, src, dst);
+    match elem_size {
+        4 => check_pair_as::<u32>(src, dst, None),
+        _ => check_pair_as::<u16>(src, dst, None),
+    }
+}
+
 #[test]
 fn close_destination_rows_take_two_lines_a_block() {
-    use relayout::plan::{Kernel, Plan};
     // NCHW -> NHWC of 56² pixels with 64 channels: destination rows of 256 (f32) or 128 (u16)
     // bytes. Four images (3.1 or 1.5 MiB) write 128-byte runs; one image of u16 (392 KiB)
     // stays in the L2 and writes one line of each row.
     for (images, elem_size, run) in [(4, 4, 32), (4, 2, 64), (1, 2, 32)] {
         let src = Layout::row_major(&[images, 64, 3136]).unwrap();
         let dst = Layout::ordered(&[images, 64, 3136], &[0, 2, 1]).unwrap();
-        let plan = Plan::new(&src, &dst, elem_size).unwrap();
-        let runs: Vec<usize> = plan
-            .regions()
-            .iter()
-            .filter_map(|r| match r.kernel {
-                Kernel::Transpose { tile, .. } => Some(tile.b.extent),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(runs.iter().max(), Some(&run), "{plan}");
-        check_plan_moves_of(&plan, &src, &dst);
-        match elem_size {
-            4 => check_pair_as::<u32>(&src, &dst, None),
-            _ => check_pair_as::<u16>(&src, &dst, None),
-        }
+        check_longest_run(&src, &dst, elem_size, run);
     }
 }
 
 #[test]
 fn short_source_rows_take_512_byte_runs() {
-    use relayout::plan::{Kernel, Plan};
     // NHWC -> NCHW of 56² pixels: source rows of 256 (64 f32 or 128 u16 channels) or 512
     // bytes (128 f32). Four or two images (3.1 MiB) write 512-byte runs; one image of 128 u16
     // channels (784 KiB) stays in the L2 and writes 256-byte runs.
@@ -112,21 +117,7 @@ fn short_source_rows_take_512_byte_runs() {
     ] {
         let src = Layout::row_major(&[images, 3136, channels]).unwrap();
         let dst = Layout::ordered(&[images, 3136, channels], &[0, 2, 1]).unwrap();
-        let plan = Plan::new(&src, &dst, elem_size).unwrap();
-        let runs: Vec<usize> = plan
-            .regions()
-            .iter()
-            .filter_map(|r| match r.kernel {
-                Kernel::Transpose { tile, .. } => Some(tile.b.extent),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(runs.iter().max(), Some(&run), "{plan}");
-        check_plan_moves_of(&plan, &src, &dst);
-        match elem_size {
-            4 => check_pair_as::<u32>(&src, &dst, None),
-            _ => check_pair_as::<u16>(&src, &dst, None),
-        }
+        check_longest_run(&src, &dst, elem_size, run);
     }
 }
 

@@ -879,69 +879,43 @@ mod tests {
     fn fitting_follows_the_l1_sets() {
         let host = Target::host();
         let (large, small) = (Blocking::BEYOND_L2_BYTES, Blocking::BEYOND_L2_BYTES - 1);
+        // (element size, destination rows, source rows, destination bytes, blocking). Source
+        // rows of 256 and 512 bytes beyond the L2 take 512-byte runs, wherever the destination
+        // rows start; not 1-byte elements, rows of a KiB, nor rows in two L1 sets.
         let long = 8000;
-        assert_eq!(
-            Blocking::fitted(1, 3072, long, large, host),
-            Blocking::DEFAULT
-        );
-        assert_eq!(
-            Blocking::fitted(4, 3072, long, small, host),
-            Blocking::LONG_RUNS
-        );
-        assert_eq!(
-            Blocking::fitted(4, 960, long, large, host),
-            Blocking::MEDIUM_RUNS
-        );
-        assert_eq!(
-            Blocking::fitted(4, 960, long, small, host),
-            Blocking::DEFAULT
-        );
-        assert_eq!(
-            Blocking::fitted(2, 256, long, large, host),
-            Blocking::MEDIUM_RUNS
-        );
-        assert_eq!(
-            Blocking::fitted(1, 960, long, large, host),
-            Blocking::DEFAULT
-        );
-        assert_eq!(
-            Blocking::fitted(4, 64, long, large, host),
-            Blocking::DEFAULT
-        );
-        assert_eq!(
-            Blocking::fitted(1, 2048, long, small, host),
-            Blocking::LONG_RUNS
-        );
-        // Source rows of 256 and 512 bytes beyond the L2 take 512-byte runs, wherever the
-        // destination rows start; not 1-byte elements, rows of a KiB, nor rows in two L1 sets.
+        let mut cases = vec![
+            (1, 3072, long, large, Blocking::DEFAULT),
+            (4, 3072, long, small, Blocking::LONG_RUNS),
+            (4, 960, long, large, Blocking::MEDIUM_RUNS),
+            (4, 960, long, small, Blocking::DEFAULT),
+            (2, 256, long, large, Blocking::MEDIUM_RUNS),
+            (1, 960, long, large, Blocking::DEFAULT),
+            (4, 64, long, large, Blocking::DEFAULT),
+            (1, 2048, long, small, Blocking::LONG_RUNS),
+            (4, 8192, long, large, Blocking::STAGED_RUNS),
+            (4, 12_544, 256, small, Blocking::LONG_RUNS),
+            (1, 12_544, 256, large, Blocking::DEFAULT),
+            (4, 12_544, 1024, large, Blocking::LONG_RUNS),
+            (4, 2048, 256, large, Blocking::LONG_RUNS),
+        ];
         for (elem_size, src_row) in [(4, 256), (2, 512), (8, 512)] {
             for dst_row in [960, 3072, 12_544] {
-                assert_eq!(
-                    Blocking::fitted(elem_size, dst_row, src_row, large, host),
-                    Blocking::SHORT_SOURCE_RUNS
-                );
+                cases.push((
+                    elem_size,
+                    dst_row,
+                    src_row,
+                    large,
+                    Blocking::SHORT_SOURCE_RUNS,
+                ));
             }
         }
-        assert_eq!(
-            Blocking::fitted(4, 12_544, 256, small, host),
-            Blocking::LONG_RUNS
-        );
-        assert_eq!(
-            Blocking::fitted(1, 12_544, 256, large, host),
-            Blocking::DEFAULT
-        );
-        assert_eq!(
-            Blocking::fitted(4, 12_544, 1024, large, host),
-            Blocking::LONG_RUNS
-        );
-        assert_eq!(
-            Blocking::fitted(4, 2048, 256, large, host),
-            Blocking::LONG_RUNS
-        );
-        assert_eq!(
-            Blocking::fitted(4, 8192, long, large, host),
-            Blocking::STAGED_RUNS
-        );
+        for (elem_size, dst_row, src_row, dst_bytes, blocking) in cases {
+            let fitted = Blocking::fitted(elem_size, dst_row, src_row, dst_bytes, host);
+            assert_eq!(
+                fitted, blocking,
+                "{elem_size} bytes, rows {dst_row}, {src_row}"
+            );
+        }
         let fixed = Blocking::STREAMED_512;
         assert_eq!(
             Tiling::Fixed(fixed).blocking(4, 4096, 4096, 1 << 30, true, host),
