@@ -10,7 +10,7 @@ use relayout::{compile_relayout_with, reference, Element, Layout, Options, Targe
 
 /// Pairs whose transposes have long rows on both sides, or on one: 2-D transposes of each
 /// element size, NHWC -> NCHW (long destination rows), NCHW -> NHWC (long source rows), a
-/// (0,2,1) permutation and a reversal of three dims.
+/// (0,2,1) permutation and a reversal of three dims; and unzips of pixels into 3 and 4 planes.
 fn pairs() -> Vec<(Layout, Layout, usize)> {
     let transpose = |rows: usize, cols: usize, elem_size: usize| {
         (
@@ -36,6 +36,8 @@ fn pairs() -> Vec<(Layout, Layout, usize)> {
         ordered(&[2, 64, 784], &[0, 2, 1], 4),
         ordered(&[4, 256, 320], &[0, 2, 1], 4),
         ordered(&[20, 130, 140], &[2, 1, 0], 4),
+        ordered(&[2, 50176, 3], &[0, 2, 1], 4),
+        ordered(&[2, 40000, 4], &[0, 2, 1], 2),
     ]
 }
 
@@ -71,7 +73,7 @@ fn plans_for_every_line_offset_move_each_element_once() {
 }
 
 #[test]
-fn long_destination_rows_are_peeled_to_whole_lines() {
+fn long_destination_rows_and_planes_are_peeled_to_whole_lines() {
     // 640² f32 (rows of 40 lines) into a buffer 16 bytes past a line: the first 12 elements
     // of each destination row go on their own, and every other transpose region's rows start
     // a line.
@@ -96,6 +98,21 @@ fn long_destination_rows_are_peeled_to_whole_lines() {
         }
     }
     assert_eq!(heads, 1, "{plan}");
+    // Pixels of 3 f32 channels into planes: the first 12 pixels of each plane go on their own.
+    let (src, dst) = (
+        Layout::row_major(&[2, 50176, 3]).unwrap(),
+        Layout::ordered(&[2, 50176, 3], &[0, 2, 1]).unwrap(),
+    );
+    let plan = Plan::with_tactics_at(&src, &dst, 4, Tactics::default(), host, at).unwrap();
+    let aligned = Plan::new(&src, &dst, 4).unwrap();
+    assert!(plan.regions().len() > aligned.regions().len(), "{plan}");
+    assert!(
+        plan.regions().iter().any(|r| matches!(
+            r.kernel,
+            Kernel::Unzip { tile, .. } if tile.long.extent == 12
+        )),
+        "{plan}"
+    );
     // NCHW -> NHWC with 64 channels: destination rows of 256 bytes, left alone.
     let (src, dst) = (
         Layout::row_major(&[2, 64, 784]).unwrap(),

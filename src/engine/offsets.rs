@@ -39,15 +39,15 @@ pub(crate) struct OffsetKernels {
 
 impl OffsetKernels {
     /// The kernels for `request`, whose plan for aligned buffers is `first`'s, if any could
-    /// differ: plans of moved elements with a transpose, of [`MIN_BYTES`] of destination or
-    /// more.
+    /// differ: plans of moved elements with a transpose or an unzip, of [`MIN_BYTES`] of
+    /// destination or more.
     pub(crate) fn of(request: &Request, first: &Candidate, use_cache: bool) -> Option<Arc<Self>> {
         let plain = request.conversion.is_none() && request.packed.is_none();
         let transposes = first
             .plan
             .regions()
             .iter()
-            .any(|r| matches!(r.kernel, Kernel::Transpose { .. }));
+            .any(|r| matches!(r.kernel, Kernel::Transpose { .. } | Kernel::Unzip { .. }));
         (plain && transposes && first.plan.dst_bytes() >= MIN_BYTES).then(|| {
             Arc::new(OffsetKernels {
                 request: request.clone(),
