@@ -231,6 +231,31 @@ fn bench_tsv_covers_the_whole_reduced_suite() {
 }
 
 #[test]
+fn bench_starts_buffers_past_a_page() {
+    // A 1.6 MiB transpose, whose kernels for buffers off a cache line run there; offsets past a
+    // page and between elements are taken modulo the page and rounded down to an element.
+    for offset in ["16", "4099"] {
+        let rows = bench_tsv(&[
+            "--src",
+            "cute:(640,640):(640,1)",
+            "--dst",
+            "cute:(640,640):(1,640)",
+            "--page-offset",
+            offset,
+            "--no-tune",
+            "--runs",
+            "1",
+            "--format",
+            "tsv",
+        ]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0][2], (640 * 640 * 4).to_string());
+    }
+    let out = bench(&["--page-offset", "-1", "--list"]);
+    assert!(!out.status.success());
+}
+
+#[test]
 fn bench_a_pair_on_two_threads_with_a_plot() {
     let plot = std::env::temp_dir().join(format!("relayout-bench-{}.svg", std::process::id()));
     let rows = bench_tsv(&[

@@ -113,6 +113,39 @@ mod tests {
     }
 
     #[test]
+    fn buffers_start_past_a_page_as_asked() {
+        // (bytes asked, element size, bytes past the page): whole elements, within a page.
+        for (past, size, want) in [(16, 4, 16), (18, 4, 16), (4096 + 48, 8, 48), (7, 1, 7)] {
+            let check = |at: usize, len: usize| {
+                assert_eq!(
+                    at % PAGE_BYTES,
+                    want,
+                    "{past} bytes of {size}-byte elements"
+                );
+                assert!(len > 0);
+            };
+            match size {
+                1 => {
+                    let b = PageAligned::from_fn_past(5000, past, |i| i as u8);
+                    check(b.as_ptr() as usize, b.len());
+                    assert_eq!(b[4999], (4999 % 256) as u8);
+                }
+                4 => {
+                    let b = PageAligned::filled_past(5000, past, 3u32);
+                    check(b.as_ptr() as usize, b.len());
+                    assert!(b.iter().all(|&x| x == 3));
+                }
+                _ => {
+                    let b = PageAligned::from_fn_past(5000, past, |i| i as u64);
+                    check(b.as_ptr() as usize, b.len());
+                    assert_eq!(b[4999], 4999);
+                }
+            }
+        }
+        assert!(PageAligned::from_fn_past(0, 16, |i| i as u32).is_empty());
+    }
+
+    #[test]
     fn elements_come_from_their_index() {
         let mut buf = PageAligned::from_fn(300, |i| i as u32 * 3);
         assert_eq!(buf[..4], [0, 3, 6, 9]);
