@@ -15,12 +15,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{lock, Candidate, Engine, Request};
-use crate::plan::{Kernel, LineOffsets, Tactics};
-
-/// Destination bytes from which a relayout plans for its buffers' offsets in their lines: 1 MiB,
-/// about what leaves a core's L2 cache. Smaller relayouts run from the cache, where a partial
-/// line costs no memory traffic, and would pay a compile for nothing.
-pub(crate) const MIN_BYTES: usize = 1 << 20;
+use crate::plan::{Blocking, Kernel, LineOffsets, Tactics};
 
 /// Kernels one relayout keeps for buffers at offsets in their lines: a few placements by the
 /// tactics tuning measures. Buffers at further placements run the aligned kernel.
@@ -39,16 +34,18 @@ pub(crate) struct OffsetKernels {
 
 impl OffsetKernels {
     /// The kernels for `request`, whose plan for aligned buffers is `first`'s, if any could
-    /// differ: plans of moved elements with a transpose or an unzip, of [`MIN_BYTES`] of
-    /// destination or more.
+    /// differ: plans of moved elements with a transpose or an unzip, whose destination leaves
+    /// the L2 ([`Blocking::BEYOND_L2_BYTES`]). Smaller relayouts run from the cache, where a
+    /// partial line costs no memory traffic, and would pay a compile for nothing.
     pub(crate) fn of(request: &Request, first: &Candidate, use_cache: bool) -> Option<Arc<Self>> {
         let plain = request.conversion.is_none() && request.packed.is_none();
-        let transposes = first
+        let peelable = first
             .plan
             .regions()
             .iter()
             .any(|r| matches!(r.kernel, Kernel::Transpose { .. } | Kernel::Unzip { .. }));
-        (plain && transposes && first.plan.dst_bytes() >= MIN_BYTES).then(|| {
+        let beyond_l2 = first.plan.dst_bytes() >= Blocking::BEYOND_L2_BYTES;
+        (plain && peelable && beyond_l2).then(|| {
             Arc::new(OffsetKernels {
                 request: request.clone(),
                 line_bytes: request.target.line_bytes.max(1),

@@ -480,7 +480,8 @@ impl Blocking {
     /// untuned, 150² f32 moved 26 GB/s with 128-byte runs against 30–32 with the default, and
     /// 200 × 300 f32 30 against 39–41, while 200 × 1000 ran as fast either way; 1000 × 128 f32
     /// moved 21–22 GB/s with 512-byte runs against 24 with the default, and 4000 × 128 u16
-    /// 16–17 against 18.
+    /// 16–17 against 18. From this size on, relayouts also run kernels planned for buffers that
+    /// start part-way into a cache line ([`Plan::with_tactics_at`](crate::plan::Plan::with_tactics_at)).
     pub const BEYOND_L2_BYTES: usize = 1 << 20;
 
     /// From how far apart destination rows the fitted blocking of transposes that do not
