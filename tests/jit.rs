@@ -130,10 +130,7 @@ fn macro_blocks_of_a_prime_strip_count_are_cut_ragged() {
     // on a host whose last-level cache is under 71 MB, so the target is one that does not.
     let src = Layout::row_major(&[2950, 3001]).unwrap();
     let dst = Layout::col_major(&[2950, 3001]).unwrap();
-    let roomy = relayout::Target {
-        stream_min_bytes: 1 << 30,
-        ..relayout::Target::host()
-    };
+    let roomy = common::streams_from_1_gib();
     let plan = Plan::with_tactics(&src, &dst, 2, Default::default(), roomy).unwrap();
     assert!(!plan.streams(), "{plan}");
     let strip_loops: Vec<usize> = plan
@@ -886,13 +883,9 @@ fn tuning_measures_the_candidates_then_keeps_one() {
 
 #[test]
 fn large_destinations_that_do_not_stream_are_tuned_too() {
-    use relayout::Target;
     // A 9 MB transpose on a machine whose cache holds it (streaming from 1 GiB): its blockings
     // with ordinary stores are still measured, from 8 MiB of destination.
-    let roomy = Target {
-        stream_min_bytes: 1 << 30,
-        ..Target::host()
-    };
+    let roomy = common::streams_from_1_gib();
     let src = Layout::row_major(&[1100, 2048]).unwrap();
     let dst = Layout::col_major(&[1100, 2048]).unwrap();
     let runs = tune_to_the_end(&src, &dst, roomy);

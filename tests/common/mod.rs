@@ -63,6 +63,15 @@ pub fn streams_from_8_mib() -> Target {
     }
 }
 
+/// The host, streaming only from 1 GiB of destination (as a machine whose last-level cache holds
+/// the tensors would): the tests of plans that store large destinations in place plan for it.
+pub fn streams_from_1_gib() -> Target {
+    Target {
+        stream_min_bytes: 1 << 30,
+        ..Target::host()
+    }
+}
+
 /// [`check_pair_as`] with the default tactics on `target`.
 pub fn check_pair_on<T: Element + PartialEq + std::fmt::Debug>(
     src: &Layout,
