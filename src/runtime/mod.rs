@@ -138,6 +138,11 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
     let whole = whole_lines(job.dst as usize)
         && whole_lines(job.dst_stride.unsigned_abs())
         && whole_lines(job.row_bytes);
+    if !whole {
+        for r in 0..job.rows as isize {
+            prefetch_lines_in_part(job.dst.wrapping_offset(r * job.dst_stride), job.row_bytes);
+        }
+    }
     for r in 0..job.rows as isize {
         // SAFETY: row `r` of each side is inside the ranges the caller vouches for, and the
         // offsets fit in `isize` because they address memory that exists.
@@ -198,6 +203,38 @@ unsafe fn stream_lines<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
     }
 }
 
+/// How a row of `len` bytes at `dst` lies on the destination's cache lines: the bytes before
+/// its first whole line (its head) and the end of its last whole line, as offsets from `dst`.
+/// The bytes from there to `len` are its tail.
+fn whole_lines_of(dst: *const u8, len: usize) -> (usize, usize) {
+    let head = dst.align_offset(LINE_BYTES).min(len);
+    (head, head + (len - head) / LINE_BYTES * LINE_BYTES)
+}
+
+/// Asks for the lines a row of `len` bytes at `dst` covers in part (its head's and its tail's)
+/// for writing (`prefetchw`), before [`copy_row`] stores into them. Those stores each need the
+/// line from memory first; asked for all of a call's rows up front, the reads overlap one
+/// another and the streaming stores, where otherwise each row's head and tail wait for memory
+/// in turn. On a 2-core Intel Xeon VM (family 6, model 85), the 3001 × 5008 f32 transpose (rows
+/// of 12 004 bytes, so every 256-byte run of a staged block starts inside a line) went from
+/// 0.38–0.39 of memcpy to 0.53–0.54, untuned.
+fn prefetch_lines_in_part(dst: *mut u8, len: usize) {
+    let (head, body_end) = whole_lines_of(dst, len);
+    let ends = [
+        (head > 0).then_some(0),
+        (body_end < len).then_some(body_end),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    for at in ends.into_iter().flatten() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        // SAFETY: a prefetch is a hint: it accesses no memory architecturally and does not
+        // fault on any address.
+        unsafe { _mm_prefetch::<_MM_HINT_ET0>(dst.wrapping_add(at).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = ends;
+}
+
 /// One row at any alignment: the whole cache lines it covers with streaming stores, the lines
 /// it covers in part (at most one at each end) with ordinary stores. A line streamed in part
 /// would go to memory as a partial write, and so would the stores of the next row or call to the
@@ -209,8 +246,7 @@ unsafe fn stream_lines<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
 /// `len` bytes at `src` readable, at `dst` writable, not overlapping; `S`'s features.
 #[inline(always)]
 unsafe fn copy_row<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
-    let head = dst.align_offset(LINE_BYTES).min(len);
-    let body_end = head + (len - head) / LINE_BYTES * LINE_BYTES;
+    let (head, body_end) = whole_lines_of(dst, len);
     // SAFETY: every access stays within `[0, len)` of both pointers (the caller's ranges):
     // `head ≤ body_end ≤ len`, and the streaming stores move whole `WIDTH` pieces (a divisor of
     // the line) from `head` to `body_end`, at addresses aligned to the line and so to `WIDTH`;
@@ -332,17 +368,29 @@ extern "C" fn prefetch_rows(
     #[cfg(target_arch = "x86_64")]
     for r in 0..rows.max(0) as isize {
         let row = src.wrapping_offset(r * src_stride as isize);
-        let mut at = 0;
-        while at < row_bytes.max(0) as usize {
+        for at in lines_of(row, row_bytes.max(0) as usize) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
             // SAFETY: a prefetch is a hint: it accesses no memory architecturally and does not
             // fault on any address.
-            unsafe { _mm_prefetch::<_MM_HINT_T1>(row.wrapping_add(at).cast()) };
-            at += LINE_BYTES;
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(row.wrapping_offset(at).cast()) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (src, rows, row_bytes, src_stride);
+}
+
+/// The start of every cache line that `len` bytes at `row` touch, as offsets from `row`: from
+/// the line `row` lies in (at or before it), so a row that starts inside a line has one more
+/// line than its length in lines. Rows of odd-length source rows (a 3001 × 4999 f32 transpose
+/// reads 128 bytes of rows 19 996 bytes apart) mostly start inside one: their last line went
+/// unasked, and their blocks waited on it.
+fn lines_of(row: *const u8, len: usize) -> impl Iterator<Item = isize> {
+    let skew = if len == 0 {
+        0
+    } else {
+        row as usize % LINE_BYTES
+    };
+    (-(skew as isize)..len as isize).step_by(LINE_BYTES)
 }
 
 /// Orders this thread's streaming stores before everything that follows (`mfence` on x86-64).
@@ -367,6 +415,54 @@ mod tests {
         prefetch_rows(past, std::ptr::null_mut(), 16, 1024, 1 << 20, 0);
         // Nothing to ask for.
         prefetch_rows(past, std::ptr::null_mut(), -1, -1, 0, 0);
+        // Rows that start inside a line, at the bottom and the top of the address space.
+        let odd = std::ptr::null::<u8>().wrapping_add(4);
+        prefetch_rows(odd, std::ptr::null_mut(), 2, 300, -8, 0);
+        prefetch_lines_in_part(odd.cast_mut(), 300);
+        prefetch_lines_in_part(odd.wrapping_sub(100).cast_mut(), 300);
+    }
+
+    /// A row asks for exactly the lines it touches: each once, from the one it starts in.
+    #[test]
+    fn a_row_asks_for_every_line_it_touches_once() {
+        let buffer = [0u8; 512];
+        let base = buffer
+            .as_ptr()
+            .wrapping_add(buffer.as_ptr().align_offset(LINE_BYTES));
+        for skew in 0..LINE_BYTES {
+            let row = base.wrapping_add(skew);
+            for len in [0, 1, LINE_BYTES - skew, LINE_BYTES, 128, 200, 256] {
+                let lines: Vec<usize> = lines_of(row, len)
+                    .map(|at| row.wrapping_offset(at) as usize)
+                    .collect();
+                let touched: Vec<usize> = (0..len)
+                    .map(|i| (row as usize + i) / LINE_BYTES * LINE_BYTES)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                assert_eq!(lines, touched, "skew {skew} len {len}");
+            }
+        }
+    }
+
+    /// A row's head is what lies before its first whole line, and its whole lines end where
+    /// fewer than a line of it is left.
+    #[test]
+    fn whole_lines_of_a_row_start_and_end_on_lines() {
+        let buffer = [0u8; 512];
+        let base = buffer
+            .as_ptr()
+            .wrapping_add(buffer.as_ptr().align_offset(LINE_BYTES));
+        for skew in 0..LINE_BYTES {
+            let row = base.wrapping_add(skew);
+            for len in [0, 1, 63, 64, 65, 200, 256] {
+                let (head, body_end) = whole_lines_of(row, len);
+                assert!(head <= body_end && body_end <= len);
+                assert_eq!(head, ((LINE_BYTES - skew) % LINE_BYTES).min(len));
+                assert!((row as usize + body_end).is_multiple_of(LINE_BYTES) || body_end == head);
+                assert!(len - body_end < LINE_BYTES);
+            }
+        }
     }
 
     /// One call of `routine`: `rows` rows of `row_bytes` bytes, `gap` bytes apart in `src` and
