@@ -17,7 +17,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::codegen;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::runtime::{self, BlockTranspose, RowConversion};
+use crate::runtime::{self, BlockTranspose, JoinedEnds, RowConversion};
 use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The generated function: `(src, dst, begin, end)`.
@@ -140,6 +140,9 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
     builder.symbol(runtime::PREFETCH_ROWS, runtime::prefetch_rows_routine());
+    for j in JoinedEnds::ALL {
+        builder.symbol(j.symbol(), j.routine());
+    }
     for t in BlockTranspose::ALL {
         builder.symbol(t.symbol(), t.routine());
     }
@@ -160,6 +163,12 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
         .declare_function(runtime::PREFETCH_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
     debug_assert_eq!(prefetch_rows.as_u32(), codegen::PREFETCH_ROWS_NAME.index);
+    for j in JoinedEnds::ALL {
+        let id = module
+            .declare_function(j.symbol(), Linkage::Import, &stream_rows_sig)
+            .map_err(|e| codegen_err(&e))?;
+        debug_assert_eq!(id.as_u32(), codegen::joined_ends_name(j).index);
+    }
     for t in BlockTranspose::ALL {
         let id = module
             .declare_function(t.symbol(), Linkage::Import, &stream_rows_sig)

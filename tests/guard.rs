@@ -364,3 +364,59 @@ fn one_element() {
     let ones = Layout::row_major(&[1, 1, 1]).unwrap();
     check_all(&ones, &Layout::col_major(&[1, 1, 1]).unwrap());
 }
+
+#[test]
+fn joined_runs_of_rows_inside_lines() {
+    use relayout::plan::{Kernel, Plan, RunHead, RunTail, TransposeWrite};
+    // Transposes into destination rows that are not whole lines apart (R elements apart, R
+    // not a multiple of a line), with `b` cut into strips and a rest of every kind: shorter
+    // than the line a strip would lend it, longer, and one strip past the last lending one.
+    // On the default tactics and on 128-byte runs, at every element size, on one and two
+    // threads, in guard pages.
+    let mut seen = std::collections::HashSet::new();
+    for elem_size in [1, 2, 4, 8] {
+        for k in [0, 2] {
+            let pin = Pin::eager(k);
+            for rows in [129, 145, 207, 353, 601, 1041, 1093] {
+                let src = Layout::row_major(&[rows, 40]).unwrap();
+                let dst = Layout::col_major(&[rows, 40]).unwrap();
+                let plan =
+                    Plan::with_tactics(&src, &dst, elem_size, pin.tactics, pin.target).unwrap();
+                common::check_plan_moves_of(&plan, &src, &dst);
+                let mut joins = false;
+                for r in plan.regions() {
+                    if let Kernel::Transpose {
+                        write: TransposeWrite::Joined(join),
+                        ..
+                    } = r.kernel
+                    {
+                        let tail = matches!(join.tail, RunTail::Joined { .. });
+                        seen.insert((elem_size, join.head == RunHead::Joined, tail));
+                        joins |= join.head == RunHead::Joined || tail;
+                    }
+                }
+                // `relayout plan` says so.
+                assert_eq!(plan.to_string().contains(", joined: each"), joins, "{plan}");
+                for threads in [1, 2] {
+                    let run = Run {
+                        elem_size,
+                        pad: None,
+                        threads,
+                        pin: Some(pin),
+                    };
+                    check_guarded(&src, &dst, run).unwrap_or_else(|e| panic!("{e}\n{plan}"));
+                }
+            }
+        }
+    }
+    // Runs of 4- and 8-byte elements join in every way (128-byte runs); narrower ones never.
+    for elem_size in [1, 2, 4, 8] {
+        for ends in [(false, true), (true, true), (true, false)] {
+            assert_eq!(
+                seen.contains(&(elem_size, ends.0, ends.1)),
+                elem_size >= 4,
+                "{elem_size}-byte elements, runs joined as {ends:?}: {seen:?}"
+            );
+        }
+    }
+}

@@ -7,10 +7,10 @@ use super::convert::LaneIndex;
 use super::network::{Network, Tile};
 use super::{Emitter, StagedConversion, VECTOR_BYTES};
 use crate::plan::{
-    CopyWrite, Flush, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
+    CopyWrite, Flush, Join, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
     ZipWrite, SINGLE,
 };
-use crate::runtime::{BlockTranspose, TileStores};
+use crate::runtime::{BlockTranspose, JoinedEnds, TileStores};
 
 /// Zip and unzip groups up to this many are straight-line code rather than a loop.
 const MAX_UNROLLED_TILES: usize = 4;
@@ -95,6 +95,10 @@ impl Emitter<'_> {
                 tile,
                 write: TransposeWrite::Staged(flush),
             } => self.staged_transpose(tile, flush, prefetch_step, s, d),
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Joined(join),
+            } => self.joined_transpose(tile, join, prefetch_step, s, d),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::InPlace,
@@ -356,6 +360,47 @@ impl Emitter<'_> {
                 });
             }
         }
+    }
+
+    /// A joined transpose ([`TransposeWrite::Joined`]): the block and its extension along `b`
+    /// into the staging buffer, whose rows are the extension longer than the runs, then the
+    /// runs out by one call of the runtime's streaming routine of joined runs (the plain one
+    /// where neither end joins).
+    fn joined_transpose(
+        &mut self,
+        tile: TransposeTile,
+        join: Join,
+        prefetch_step: Option<i64>,
+        s: Value,
+        d: Value,
+    ) {
+        let (a, b) = (tile.a, tile.b);
+        let extended = TransposeTile {
+            b: b.with_extent(b.extent + join.extension()),
+            ..tile
+        };
+        let rows = Loop {
+            extent: a.extent,
+            src_stride: extended.b.extent as i64,
+            dst_stride: a.dst_stride,
+            index_stride: 0,
+        };
+        let size = self.src_size;
+        let block = SourceBlock {
+            rows: extended.b.extent,
+            row_bytes: a.extent as i64 * size,
+            row_stride: b.src_stride * size,
+        };
+        let stage = self.stage_address();
+        self.transpose_block(into_stage(extended), TileStores::Cached, s, stage);
+        self.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
+        self.flushing(|e| {
+            let routine = match JoinedEnds::of(join) {
+                Some(j) => e.joined_ends_routine(j),
+                None => e.stream_routine(),
+            };
+            e.stream_copy(routine, rows, b.extent, stage, d);
+        });
     }
 
     /// The transpose `tile` from `s` to `d` (the destination, or a staging buffer): by a call

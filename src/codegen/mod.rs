@@ -34,7 +34,7 @@ use convert::TableRead;
 
 use crate::convert::Arithmetic;
 use crate::plan::{Packed, Plan, Region};
-use crate::runtime::{BlockTranspose, RowConversion};
+use crate::runtime::{BlockTranspose, JoinedEnds, RowConversion};
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -60,12 +60,25 @@ pub(crate) const PREFETCH_ROWS_NAME: UserExternalName = UserExternalName {
     index: 1,
 };
 
+/// The name by which generated code calls the runtime's streaming routine of joined runs
+/// `j`: the JIT module declares them third, in the order of [`JoinedEnds::ALL`].
+pub(crate) fn joined_ends_name(j: JoinedEnds) -> UserExternalName {
+    let position = JoinedEnds::ALL.iter().position(|&x| x == j);
+    UserExternalName {
+        namespace: 0,
+        index: 2 + position.expect("every joined routine is in ALL") as u32,
+    }
+}
+
+/// Routines the JIT module declares before the block transposes.
+const BEFORE_BLOCK_TRANSPOSES: usize = 2 + JoinedEnds::ALL.len();
+
 /// The name by which generated code calls the runtime's block transpose `t`: the JIT module
-/// declares them third, in the order of [`BlockTranspose::ALL`].
+/// declares them after the joined routines, in the order of [`BlockTranspose::ALL`].
 pub(crate) fn block_transpose_name(t: BlockTranspose) -> UserExternalName {
     UserExternalName {
         namespace: 0,
-        index: 2 + t.position() as u32,
+        index: (BEFORE_BLOCK_TRANSPOSES + t.position()) as u32,
     }
 }
 
@@ -76,8 +89,9 @@ pub(crate) fn row_conversion_name(c: RowConversion) -> UserExternalName {
     let position = RowConversion::ALL.iter().position(|&x| x == c);
     UserExternalName {
         namespace: 0,
-        index: (2 + BlockTranspose::ALL.len() + position.expect("every row conversion is in ALL"))
-            as u32,
+        index: (BEFORE_BLOCK_TRANSPOSES
+            + BlockTranspose::ALL.len()
+            + position.expect("every row conversion is in ALL")) as u32,
     }
 }
 
@@ -261,6 +275,11 @@ impl Emitter<'_> {
     /// The runtime's streaming routine, imported on first use.
     fn stream_routine(&mut self) -> FuncRef {
         self.routine(STREAM_ROWS_NAME)
+    }
+
+    /// The runtime's streaming routine of joined runs `j`, imported on first use.
+    fn joined_ends_routine(&mut self, j: JoinedEnds) -> FuncRef {
+        self.routine(joined_ends_name(j))
     }
 
     /// The runtime's prefetching routine, imported on first use.

@@ -65,11 +65,15 @@ impl Emitter<'_> {
                 tile,
                 write: TransposeWrite::Staged(flush),
             } => self.staged_nibble_transpose(tile, flush, prefetch_step, s, d),
-            // The planner lowers the other kernels to element moves (the verifier checks it);
-            // were one left, its loops around element moves do the same.
-            Kernel::Zip { .. } | Kernel::Unzip { .. } => {
-                self.nest(&kernel.loops(), Kernel::Element, s, d)
-            }
+            // The planner lowers the other kernels to element moves, and joins no runs of
+            // nibbles (the verifier checks both); were one left, its loops around element
+            // moves do the same.
+            Kernel::Zip { .. }
+            | Kernel::Unzip { .. }
+            | Kernel::Transpose {
+                write: TransposeWrite::Joined(_),
+                ..
+            } => self.nest(&kernel.loops(), Kernel::Element, s, d),
         }
     }
 

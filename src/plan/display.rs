@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::ir::{
-    CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region,
-    TransposeWrite, UnzipWrite, Walk, ZipWrite,
+    CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region, RunHead,
+    RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite,
 };
 
 impl fmt::Display for Plan {
@@ -99,12 +99,8 @@ impl Nest<'_, '_> {
         for &l in &region.loops {
             self.open(l)?;
         }
-        let staged = |flush: Flush, runs: usize| {
+        let staged = |how: &str, runs: usize, joins: &str| {
             let bytes = plan.region_stage_bytes(region).unwrap_or(0);
-            let how = match flush {
-                Flush::Streamed => "streamed",
-                Flush::Copied => "copied",
-            };
             let prefetch = match region.kernel {
                 _ if !region.prefetches() => String::new(),
                 Kernel::Transpose { tile, .. } if tile.prefetch_ahead > 1 => {
@@ -115,10 +111,17 @@ impl Nest<'_, '_> {
                 }
                 _ => ", the next block's source prefetched,".to_string(),
             };
+            let run_bytes = match region.kernel {
+                Kernel::Transpose { tile, .. } => tile.b.extent * plan.dst_elem_size(),
+                _ => bytes / runs.max(1),
+            };
             format!(
-                "staged in a {bytes}-byte buffer{prefetch} {how} out as {runs} run(s) of {} bytes:",
-                bytes / runs.max(1)
+                "staged in a {bytes}-byte buffer{prefetch} {how} out as {runs} run(s) of {run_bytes} bytes{joins}:"
             )
+        };
+        let flushed = |flush: Flush| match flush {
+            Flush::Streamed => "streamed",
+            Flush::Copied => "copied",
         };
         match region.kernel {
             Kernel::Copy {
@@ -133,7 +136,7 @@ impl Nest<'_, '_> {
                 write: UnzipWrite::StreamedRun { steps, pieces },
                 ..
             } => {
-                self.line(format_args!("{}", staged(Flush::Streamed, 1)))?;
+                self.line(format_args!("{}", staged("streamed", 1, "")))?;
                 if pieces > 1 {
                     self.line(format_args!(
                         "read as {pieces} pieces side by side, a few lines of each in turn:"
@@ -144,18 +147,44 @@ impl Nest<'_, '_> {
             Kernel::Zip {
                 write: ZipWrite::StreamedTile,
                 ..
-            } => self.line(format_args!("{}", staged(Flush::Streamed, 1)))?,
+            } => self.line(format_args!("{}", staged("streamed", 1, "")))?,
             Kernel::Unzip {
                 tile,
                 write: UnzipWrite::StreamedStrips,
             } => self.line(format_args!(
                 "{}",
-                staged(Flush::Streamed, tile.short.extent)
+                staged("streamed", tile.short.extent, "")
             ))?,
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.line(format_args!("{}", staged(flush, tile.a.extent)))?,
+            } => self.line(format_args!(
+                "{}",
+                staged(flushed(flush), tile.a.extent, "")
+            ))?,
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Joined(join),
+            } => {
+                let head = match join.head {
+                    RunHead::Stored => None,
+                    RunHead::Joined => Some("each from its first whole line (the run before writes the line it starts in)".to_string()),
+                };
+                let tail = match join.tail {
+                    RunTail::Stored => None,
+                    RunTail::Joined { extension } => Some(format!(
+                        "each on to the end of the line the next run starts in ({extension} more elements read)"
+                    )),
+                };
+                let joins = match [head, tail].into_iter().flatten().collect::<Vec<_>>() {
+                    ends if ends.is_empty() => String::new(),
+                    ends => format!(", joined: {}", ends.join(", ")),
+                };
+                self.line(format_args!(
+                    "{}",
+                    staged("streamed", tile.a.extent, &joins)
+                ))?
+            }
             _ => {}
         }
         self.kernel(plan, region.kernel)
@@ -183,7 +212,9 @@ impl Nest<'_, '_> {
                 };
                 let stores = match write {
                     TransposeWrite::Streamed => ", streaming whole lines",
-                    TransposeWrite::InPlace | TransposeWrite::Staged(_) => "",
+                    TransposeWrite::InPlace
+                    | TransposeWrite::Staged(_)
+                    | TransposeWrite::Joined(_) => "",
                 };
                 let tiles = match plan.packed {
                     Some(_) => {

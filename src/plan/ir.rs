@@ -167,6 +167,56 @@ pub enum TransposeWrite {
     /// The whole block into the staging buffer, one row per destination run, then the runs out
     /// one after another.
     Staged(Flush),
+    /// As [`TransposeWrite::Staged`] with [`Flush::Streamed`], for destination rows that are not
+    /// whole cache lines apart, so that the runs of most rows start and end inside a line: the
+    /// lines where this block's runs meet the runs of the blocks before and after it along `b`
+    /// are written whole, by one of the two, with streaming stores, instead of in part by both
+    /// with ordinary stores (each of which first reads the line from memory).
+    Joined(Join),
+}
+
+/// How the runs of a [`TransposeWrite::Joined`] block meet the runs beside them along `b`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Join {
+    /// Where each run starts.
+    pub head: RunHead,
+    /// Where each run ends.
+    pub tail: RunTail,
+}
+
+/// How a joined run treats the line it starts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunHead {
+    /// Its part of that line with ordinary stores: the first run of each destination row.
+    Stored,
+    /// Not at all: the run before it (the block one step back along `b`) writes that line
+    /// whole.
+    Joined,
+}
+
+/// How a joined run treats the line it ends in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunTail {
+    /// Its part of that line with ordinary stores: the last run of a row, and the run before
+    /// one too short to lend it a line.
+    Stored,
+    /// The whole line, streamed: the block transposes `extension` more elements along `b` (a
+    /// cache line's worth, which the next block moves again) into the staging buffer, and each
+    /// run goes on to the end of the line the next run starts in.
+    Joined {
+        /// Elements along `b` the block reads past its own.
+        extension: usize,
+    },
+}
+
+impl Join {
+    /// Elements along `b` the block reads past its own.
+    pub fn extension(self) -> usize {
+        match self.tail {
+            RunTail::Stored => 0,
+            RunTail::Joined { extension } => extension,
+        }
+    }
 }
 
 /// How a staged block leaves the staging buffer.
@@ -264,6 +314,19 @@ impl Kernel {
         }
     }
 
+    /// The loops that bound what the kernel reads and writes: its [`loops`](Kernel::loops),
+    /// with `b` of a [`TransposeWrite::Joined`] transpose longer by its extension, which the
+    /// block reads and into whose first line it may write.
+    pub fn reach(&self) -> Vec<Loop> {
+        match *self {
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Joined(join),
+            } => vec![tile.b.with_extent(tile.b.extent + join.extension()), tile.a],
+            _ => self.loops(),
+        }
+    }
+
     /// Elements the kernel moves each time it runs.
     pub fn elements(&self) -> usize {
         match *self {
@@ -282,6 +345,10 @@ impl Kernel {
                 tile,
                 write: TransposeWrite::Staged(_),
             } => tile.a.extent * tile.b.extent,
+            Kernel::Transpose {
+                tile,
+                write: TransposeWrite::Joined(join),
+            } => tile.a.extent * (tile.b.extent + join.extension()),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::StreamedTile,
@@ -316,7 +383,9 @@ impl Kernel {
                 write: CopyWrite::Streamed { .. },
                 ..
             } | Kernel::Transpose {
-                write: TransposeWrite::Staged(Flush::Streamed) | TransposeWrite::Streamed,
+                write: TransposeWrite::Staged(Flush::Streamed)
+                    | TransposeWrite::Joined(_)
+                    | TransposeWrite::Streamed,
                 ..
             } | Kernel::Zip {
                 write: ZipWrite::StreamedTile | ZipWrite::StreamedRun { .. },
@@ -580,7 +649,7 @@ impl Region {
     pub fn prefetch_step(&self) -> Option<i64> {
         let Kernel::Transpose {
             tile,
-            write: TransposeWrite::Staged(_),
+            write: TransposeWrite::Staged(_) | TransposeWrite::Joined(_),
         } = self.kernel
         else {
             return None;

@@ -41,8 +41,9 @@ mod tactics;
 mod verify;
 
 pub use ir::{
-    CopyWrite, Flush, Indexed, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region,
-    TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite, SINGLE,
+    CopyWrite, Flush, Indexed, IndexedSwizzle, Join, Kernel, Loop, OffsetTerm, Packed, Plan,
+    Region, RunHead, RunTail, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite,
+    SINGLE,
 };
 pub use lines::LineOffsets;
 pub use tactics::{

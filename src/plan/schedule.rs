@@ -3,8 +3,8 @@
 //! kernel writes.
 
 use super::ir::{
-    CopyWrite, Flush, Kernel, Loop, Region, TransposeTile, TransposeWrite, UnzipWrite, Walk,
-    ZipTile, ZipWrite,
+    CopyWrite, Flush, Join, Kernel, Loop, Region, RunHead, RunTail, TransposeTile, TransposeWrite,
+    UnzipWrite, Walk, ZipTile, ZipWrite,
 };
 use super::tactics::{BlockWrite, Blocking, LargeWrites, LoopOrder, Tactics};
 use super::LineOffsets;
@@ -508,21 +508,33 @@ fn block_transpose(
         kernel: kernel(tile.a, tile.b),
         ..region
     };
-    let strips = split_tile_loop(region, tile.b, strip, |extent| {
-        kernel(tile.a, tile.b.with_extent(extent))
-    });
+    let extension = cx.target.line_bytes / cx.dst_elem_size;
+    let strip_kernel = |extent| kernel(tile.a, tile.b.with_extent(extent));
+    let strips: Vec<(Region, Option<Join>)> = if joins_runs(tile, strip, width, blocking, cx) {
+        joined_strips(&region, tile.b, strip, extension, strip_kernel)
+    } else {
+        split_tile_loop(region, tile.b, strip, strip_kernel)
+            .into_iter()
+            .map(|r| (r, None))
+            .collect()
+    };
     let mut out = Vec::new();
-    for r in strips {
+    for (r, join) in strips {
         let Kernel::Transpose { tile: t, .. } = r.kernel else {
             out.push(r);
             continue;
         };
-        let whole = kernel(t.a, t.b);
+        // The blocks of a strip join their runs as the strip does.
+        let rejoin = |k: Kernel| match join {
+            Some(join) => joined(k, join),
+            None => k,
+        };
+        let whole = rejoin(kernel(t.a, t.b));
         out.extend(split_tile_loop(
             Region { kernel: whole, ..r },
             t.a,
             width,
-            |extent| kernel(t.a.with_extent(extent), t.b),
+            |extent| rejoin(kernel(t.a.with_extent(extent), t.b)),
         ));
     }
     let most_strips = most_macro_strips(strip, src_row_bytes(tile, elem_size));
@@ -552,6 +564,117 @@ fn block_transpose(
             LoopOrder::Destination => sort_loops(&mut r.loops, Order::Destination),
         }
         r.loops.extend(inner);
+    }
+    out
+}
+
+/// Whether the strips of destination runs of a transpose blocked as `blocking` (`strip`
+/// elements along `b`, blocks of up to `width` along `a`) join their runs
+/// ([`TransposeWrite::Joined`]): where they are staged and streamed, at least two whole strips
+/// long, each one or two cache lines ([`MAX_JOINED_RUN_LINES`]), the destination's rows (one
+/// per step of `a`) are not whole lines apart, so that most runs start and end inside a line;
+/// of elements of 4 or 8 bytes ([`MIN_JOINED_ELEMENT_BYTES`]) that move as they are, and the
+/// block with a line's worth more along `b` still fits the staging limit.
+fn joins_runs(
+    tile: TransposeTile,
+    strip: usize,
+    width: usize,
+    blocking: Blocking,
+    cx: Context,
+) -> bool {
+    let line = cx.target.line_bytes;
+    let size = cx.dst_elem_size;
+    blocking.write == BlockWrite::Streamed
+        && cx.large()
+        && !cx.converts
+        && cx.zips
+        && size >= MIN_JOINED_ELEMENT_BYTES
+        && tile.b.extent / strip >= 2
+        && (strip * size).is_multiple_of(line)
+        && strip * size <= MAX_JOINED_RUN_LINES * line
+        && !(tile.a.dst_stride.unsigned_abs() as usize * size).is_multiple_of(line)
+        && cx.fits(width.min(tile.a.extent) * (strip + line / size))
+}
+
+/// Cache lines a run may span for [`joins_runs`] to join it. Joining spares the runs the reads
+/// of the lines they share (each asked for early, but read from memory before its ordinary
+/// stores), and costs the transpose of a line's worth more source rows a block. On a 2-core
+/// Intel Xeon VM (family 6, model 85), in `relayout bench --candidates --runs 5` (two rounds
+/// of each build, alternating), joined against stored in part: 128-byte runs
+/// ([`Blocking::STREAMED_128`], candidate 2) took 3001 × 4999 f32 from 0.53 of memcpy to 0.60
+/// and 2001 × 3001 f64 from 0.54–0.55 to 0.61–0.62; in the default's 256-byte runs and in
+/// 512-byte ones the same transposes moved by no more than the rounds' spread, or lost up to
+/// 0.06.
+const MAX_JOINED_RUN_LINES: usize = 2;
+
+/// The smallest elements whose runs [`joins_runs`] joins: 4 bytes, those the runtime's 32-byte
+/// tiles transpose (see [`MAX_JOINED_RUN_LINES`]). The narrower tiles of 1- and 2-byte elements
+/// made the extra rows cost more than the lines saved: 6001 × 8001 u8 in 128-byte runs fell
+/// from 0.46–0.51 of memcpy to 0.37, and 3001 × 4999 u16 gained nothing (0.45–0.48 against
+/// 0.39–0.50), in the same runs.
+const MIN_JOINED_ELEMENT_BYTES: usize = 4;
+
+/// `kernel` (a staged and streamed transpose) with its runs joined as `join` says; any other
+/// kernel as it is.
+fn joined(kernel: Kernel, join: Join) -> Kernel {
+    match kernel {
+        Kernel::Transpose {
+            tile,
+            write: TransposeWrite::Staged(Flush::Streamed),
+        } => Kernel::Transpose {
+            tile,
+            write: TransposeWrite::Joined(join),
+        },
+        k => k,
+    }
+}
+
+/// [`split_tile_loop`] for strips whose runs join ([`joins_runs`]), `b` cut into strips of
+/// `strip` elements: the first strip stores the heads of its runs and lends each the line it
+/// ends in (`extension` elements more); the strips after it leave their heads to the strip
+/// before and lend their tails on, as far as the next strip has the elements to lend (the
+/// rest of `b` past the whole strips, if any, must have `extension`); the last run of each row
+/// stores its tail.
+fn joined_strips(
+    region: &Region,
+    b: Loop,
+    strip: usize,
+    extension: usize,
+    kernel: impl Fn(usize) -> Kernel,
+) -> Vec<(Region, Option<Join>)> {
+    let (whole, rest) = (b.extent / strip, b.extent % strip);
+    let lent = RunTail::Joined { extension };
+    let join = |head, tail| Some(Join { head, tail });
+    // Whether the last whole strip lends the rest its line.
+    let lends_rest = rest >= extension;
+    let mut out = vec![(
+        advanced(region, b, 0, kernel(strip)),
+        join(RunHead::Stored, lent),
+    )];
+    let lending = if lends_rest { whole - 1 } else { whole - 2 };
+    if lending > 0 {
+        let mut middle = advanced(region, b, strip, kernel(strip));
+        if lending > 1 {
+            middle.loops.push(b.stepping(strip, lending));
+        }
+        out.push((middle, join(RunHead::Joined, lent)));
+    }
+    if !lends_rest {
+        out.push((
+            advanced(region, b, (whole - 1) * strip, kernel(strip)),
+            join(RunHead::Joined, RunTail::Stored),
+        ));
+    }
+    if rest > 0 {
+        let head = if lends_rest {
+            RunHead::Joined
+        } else {
+            RunHead::Stored
+        };
+        out.push((
+            advanced(region, b, whole * strip, kernel(rest)),
+            join(head, RunTail::Stored),
+        ));
     }
     out
 }

@@ -10,7 +10,10 @@
 
 use std::fmt;
 
-use super::ir::{Kernel, Loop, Packed, Plan, Region, UnzipWrite, ZipTile, ZipWrite, SINGLE};
+use super::ir::{
+    Join, Kernel, Loop, Packed, Plan, Region, RunTail, TransposeTile, TransposeWrite, UnzipWrite,
+    ZipTile, ZipWrite, SINGLE,
+};
 use super::packed::moves_whole_bytes;
 use crate::layout::for_each_coord;
 
@@ -42,6 +45,9 @@ pub enum Rule {
     StageLimit,
     /// The steps of a staged run continue one another in the destination.
     StagedRun,
+    /// A joined transpose's runs that write the line the next run starts in are whole lines
+    /// long and read a line's worth of elements past their own.
+    JoinedRun,
     /// A kernel that consumes a loop has a loop around it (the unit threads split).
     ThreadLoop,
     /// The regions move as many elements as the tensor has.
@@ -121,7 +127,7 @@ fn packed_kernel(packed: Packed, region: &Region) -> RegionCheck {
 }
 
 fn region_shape(plan: &Plan, region: &Region) -> RegionCheck {
-    let loops = region.kernel.loops();
+    let loops = region.kernel.reach();
     let indexed = region.indexed.as_ref().map_or(&[][..], |ix| &ix.extents);
     if let Some(l) = region.loops.iter().chain(&loops).find(|l| l.extent == 0) {
         return Err((Rule::Extent, format!("a loop of no steps: {l:?}")));
@@ -257,7 +263,7 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
     };
     match kernel {
         Kernel::Element | Kernel::Copy { .. } => Ok(()),
-        Kernel::Transpose { tile, .. } => {
+        Kernel::Transpose { tile, write } => {
             lanes_fill(tile.lanes)?;
             strides(
                 tile.a.src_stride == 1 && tile.b.dst_stride == 1,
@@ -265,7 +271,11 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
                     "a transpose needs a.src_stride == 1 and b.dst_stride == 1: {:?} {:?}",
                     tile.a, tile.b
                 ),
-            )
+            )?;
+            match write {
+                TransposeWrite::Joined(join) => joined(plan, tile, join),
+                _ => Ok(()),
+            }
         }
         Kernel::Zip { tile, write } => {
             lanes_fill(tile.lanes)?;
@@ -303,6 +313,26 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
             }
             Ok(())
         }
+    }
+}
+
+/// A joined run that lends the next its line is whole lines long and reads a line further.
+fn joined(plan: &Plan, tile: TransposeTile, join: Join) -> RegionCheck {
+    let line = plan.target.line_bytes;
+    let size = plan.dst_elem_size();
+    match join.tail {
+        RunTail::Joined { extension }
+            if extension * size != line || !(tile.b.extent * size).is_multiple_of(line) =>
+        {
+            Err((
+                Rule::JoinedRun,
+                format!(
+                    "runs of {} elements of {size} bytes, extended by {extension}, with {line}-byte lines",
+                    tile.b.extent
+                ),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 

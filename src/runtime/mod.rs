@@ -38,6 +38,75 @@ pub(crate) fn stream_rows_routine() -> *const u8 {
     stream_rows::<Baseline> as *const u8
 }
 
+/// The streaming routine of joined runs ([`TransposeWrite::Joined`]): which ends of its rows
+/// it leaves to, or writes on into, the runs beside them. Every row must be whole lines long
+/// where the routine writes on past its tail.
+///
+/// [`TransposeWrite::Joined`]: crate::plan::TransposeWrite::Joined
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JoinedEnds {
+    /// Each row leaves the line it starts in to the run before it, and stores its part of the
+    /// line it ends in.
+    Head,
+    /// Each row stores its part of the line it starts in, and streams the line it ends in
+    /// whole, on into the bytes past it in the source (the staging buffer).
+    Tail,
+    /// Each row leaves the line it starts in and streams the line it ends in whole.
+    Both,
+}
+
+impl JoinedEnds {
+    /// Every joined routine, in the order the JIT module declares them.
+    pub(crate) const ALL: [JoinedEnds; 3] = [JoinedEnds::Head, JoinedEnds::Tail, JoinedEnds::Both];
+
+    /// The routine of `join`, if it joins an end (else the plain [`stream_rows`] does).
+    pub(crate) fn of(join: crate::plan::Join) -> Option<JoinedEnds> {
+        use crate::plan::{RunHead, RunTail};
+        match (join.head, join.tail) {
+            (RunHead::Stored, RunTail::Stored) => None,
+            (RunHead::Joined, RunTail::Stored) => Some(JoinedEnds::Head),
+            (RunHead::Stored, RunTail::Joined { .. }) => Some(JoinedEnds::Tail),
+            (RunHead::Joined, RunTail::Joined { .. }) => Some(JoinedEnds::Both),
+        }
+    }
+
+    /// The symbol under which the JIT module resolves the routine.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            JoinedEnds::Head => "relayout_stream_rows_head_joined",
+            JoinedEnds::Tail => "relayout_stream_rows_tail_joined",
+            JoinedEnds::Both => "relayout_stream_rows_both_joined",
+        }
+    }
+
+    /// The routine's address for this host, with the widest streaming stores it has (as
+    /// [`stream_rows_routine`]).
+    pub(crate) fn routine(self) -> *const u8 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return self.with::<Avx512>() as *const u8;
+            }
+            if std::arch::is_x86_feature_detected!("avx") {
+                return self.with::<Avx>() as *const u8;
+            }
+        }
+        self.with::<Baseline>() as *const u8
+    }
+
+    /// The routine with `S`'s streaming stores.
+    fn with<S: Streamer>(self) -> RowsRoutine {
+        match self {
+            JoinedEnds::Head => stream_joined_rows::<S, true, false>,
+            JoinedEnds::Tail => stream_joined_rows::<S, false, true>,
+            JoinedEnds::Both => stream_joined_rows::<S, true, true>,
+        }
+    }
+}
+
+/// The signature of [`stream_rows`] and the routines like it.
+type RowsRoutine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
+
 /// One call's rows: `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart)
 /// to `dst` (rows `dst_stride` bytes apart).
 #[derive(Clone, Copy)]
@@ -84,6 +153,13 @@ trait Streamer {
     /// # Safety
     /// As [`stream_rows`], for `job`'s rows.
     unsafe fn rows(job: Rows);
+
+    /// Copies every row of `job` as [`stream_joined_rows`] says (through [`copy_joined_rows`],
+    /// compiled with the features [`Streamer::stream`] needs).
+    ///
+    /// # Safety
+    /// As [`stream_joined_rows`], for `job`'s rows.
+    unsafe fn joined_rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows);
 }
 
 /// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
@@ -106,6 +182,32 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
     let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
     // SAFETY: forwarded from the caller.
     unsafe { S::rows(job) }
+}
+
+/// [`stream_rows`] for joined runs ([`JoinedEnds`]): with `HEAD_JOINED`, each row leaves the
+/// line it starts in (its head) unwritten, for the run before it to write whole; with
+/// `TAIL_JOINED`, each row streams the line it ends in whole, on into the bytes that follow
+/// it in the source, where [`stream_rows`] would store its part of that line (its tail).
+///
+/// # Safety
+/// As [`stream_rows`]; and with `TAIL_JOINED`, each row is whole lines long, and the line's
+/// worth of bytes past each row is readable in the source and, up to the end of the line the
+/// row ends in, writable in the destination (the start of the next run along the row).
+unsafe extern "C" fn stream_joined_rows<
+    S: Streamer,
+    const HEAD_JOINED: bool,
+    const TAIL_JOINED: bool,
+>(
+    src: *const u8,
+    dst: *mut u8,
+    rows: i64,
+    row_bytes: i64,
+    src_stride: i64,
+    dst_stride: i64,
+) {
+    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
+    // SAFETY: forwarded from the caller.
+    unsafe { S::joined_rows::<HEAD_JOINED, TAIL_JOINED>(job) }
 }
 
 /// Bytes of a cache line: this routine streams whole lines only.
@@ -235,6 +337,64 @@ fn prefetch_lines_in_part(dst: *mut u8, len: usize) {
     let _ = ends;
 }
 
+/// [`Streamer::joined_rows`]'s loop: each row's whole lines streamed, from its first whole
+/// line (`HEAD_JOINED`) or with its head stored before them, and on to the end of the line its
+/// tail lies in (`TAIL_JOINED`) or with its tail stored after them; the lines stored in part
+/// are asked for first, as [`copy_rows`] does.
+///
+/// # Safety
+/// As [`stream_joined_rows`]; `S`'s features must be enabled where this is inlined.
+#[inline(always)]
+unsafe fn copy_joined_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
+    job: Rows,
+) {
+    let row = |r: usize| {
+        let r = r as isize;
+        (
+            job.src.wrapping_offset(r * job.src_stride),
+            job.dst.wrapping_offset(r * job.dst_stride),
+        )
+    };
+    let len = job.row_bytes;
+    for r in 0..job.rows {
+        let (_, dst) = row(r);
+        let (head, body_end) = whole_lines_of(dst, len);
+        let stored_head = if HEAD_JOINED { 0 } else { head };
+        let stored_tail = if TAIL_JOINED { 0 } else { len - body_end };
+        prefetch_lines_in_part(dst, stored_head);
+        prefetch_lines_in_part(dst.wrapping_add(body_end), stored_tail);
+    }
+    for r in 0..job.rows {
+        let (src, dst) = row(r);
+        let (head, body_end) = whole_lines_of(dst, len);
+        // With a joined tail, the row is whole lines long, so the bytes from `body_end` to
+        // `len` (if any) and on to `body_end + LINE_BYTES` are the line the tail lies in.
+        let stream_end = if TAIL_JOINED && body_end < len {
+            body_end + LINE_BYTES
+        } else {
+            body_end
+        };
+        // SAFETY: the caller's ranges: `[0, len)` of both rows, and with `TAIL_JOINED` up to
+        // `len + LINE_BYTES` of the source row and the end of the line the destination row
+        // ends in, which `stream_end` does not pass. The streaming stores move whole `WIDTH`
+        // pieces from `head` (on a line) to `stream_end` (on a line), so aligned to `WIDTH`;
+        // the loads accept any alignment; the caller promises the features.
+        unsafe {
+            if !HEAD_JOINED && head > 0 {
+                std::ptr::copy_nonoverlapping(src, dst, head);
+            }
+            let mut at = head;
+            while at < stream_end {
+                S::stream(src.add(at), dst.add(at));
+                at += S::WIDTH;
+            }
+            if !TAIL_JOINED && body_end < len {
+                std::ptr::copy_nonoverlapping(src.add(body_end), dst.add(body_end), len - body_end);
+            }
+        }
+    }
+}
+
 /// One row at any alignment: the whole cache lines it covers with streaming stores, the lines
 /// it covers in part (at most one at each end) with ordinary stores. A line streamed in part
 /// would go to memory as a partial write, and so would the stores of the next row or call to the
@@ -290,6 +450,11 @@ impl Streamer for Baseline {
         // SAFETY: forwarded from the caller; no features beyond the baseline.
         unsafe { copy_rows::<Self>(job) }
     }
+
+    unsafe fn joined_rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
+        // SAFETY: forwarded from the caller; no features beyond the baseline.
+        unsafe { copy_joined_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
+    }
 }
 
 /// A [`Streamer`] of `$width`-byte streaming stores that needs the CPU feature `$feature`.
@@ -317,6 +482,13 @@ macro_rules! wide_streamer {
                 // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
                 // `stream` inlines).
                 unsafe { copy_rows::<Self>(job) }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn joined_rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
+                // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
+                // `stream` inlines).
+                unsafe { copy_joined_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
             }
         }
     };
@@ -402,8 +574,6 @@ pub(crate) fn fence() {
 mod tests {
     use super::*;
 
-    type Routine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
-
     #[test]
     fn prefetches_of_any_address_do_not_fault() {
         // The page at 0 is never mapped, and rows going down from it wrap around the address
@@ -470,7 +640,7 @@ mod tests {
     /// past a cache line (`offset < 64`). Every byte lands where it belongs and nothing else
     /// changes.
     fn check_rows(
-        routine: Routine,
+        routine: RowsRoutine,
         src: &[u8],
         rows: usize,
         row_bytes: usize,
@@ -516,7 +686,7 @@ mod tests {
     }
 
     /// `check` on the baseline routine, on those of the CPU's features, and on the host's.
-    fn for_each_routine(check: impl Fn(Routine)) {
+    fn for_each_routine(check: impl Fn(RowsRoutine)) {
         check(stream_rows::<Baseline>);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
@@ -527,7 +697,89 @@ mod tests {
             check(stream_rows::<Avx512>);
         }
         // SAFETY: the host's routine is a function of this signature (what the JIT calls).
-        check(unsafe { std::mem::transmute::<*const u8, Routine>(stream_rows_routine()) });
+        check(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(stream_rows_routine()) });
+    }
+
+    /// The routines of `joined`: the baseline one, those of the CPU's features, and the host's.
+    fn joined_routines(joined: JoinedEnds) -> Vec<RowsRoutine> {
+        let mut routines = vec![joined.with::<Baseline>()];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx") {
+            routines.push(joined.with::<Avx>());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            routines.push(joined.with::<Avx512>());
+        }
+        // SAFETY: the host's routine is a function of this signature (what the JIT calls).
+        routines.push(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(joined.routine()) });
+        routines
+    }
+
+    /// The joined routines, on rows 200 bytes apart in the destination at every offset within
+    /// a line: a joined head leaves the bytes before the row's first whole line alone, a joined
+    /// tail streams on to the end of the line the row ends in, from the source bytes past the
+    /// row; every other byte of the row lands where it belongs, and nothing else changes.
+    #[test]
+    fn joined_rows_leave_their_heads_and_lend_their_tails() {
+        const ROWS: usize = 3;
+        const STRIDE: usize = 200;
+        for joined in JoinedEnds::ALL {
+            let (head_joined, tail_joined) = match joined {
+                JoinedEnds::Head => (true, false),
+                JoinedEnds::Tail => (false, true),
+                JoinedEnds::Both => (true, true),
+            };
+            // Rows whose tails join are whole lines long.
+            let lengths: &[usize] = if tail_joined {
+                &[64, 128]
+            } else {
+                &[1, 64, 100, 128]
+            };
+            for &len in lengths {
+                let gap = len + LINE_BYTES;
+                let src: Vec<u8> = (0..ROWS * gap).map(|i| (i * 7 % 251) as u8).collect();
+                for (routine, offset) in joined_routines(joined)
+                    .into_iter()
+                    .flat_map(|r| (0..LINE_BYTES).map(move |o| (r, o)))
+                {
+                    let mut dst = vec![0xEEu8; ROWS * STRIDE + 2 * LINE_BYTES];
+                    let start = dst.as_ptr().align_offset(LINE_BYTES) + offset;
+                    // SAFETY: `ROWS` rows of `len` bytes `gap` bytes apart in `src`, each with a
+                    // line's worth past it; in `dst`, rows `STRIDE` bytes apart from `start`
+                    // (< 128), each with the line it ends in inside the buffer (`STRIDE ≥ len +
+                    // LINE_BYTES`); distinct allocations; the host's features.
+                    unsafe {
+                        routine(
+                            src.as_ptr(),
+                            dst.as_mut_ptr().add(start),
+                            ROWS as i64,
+                            len as i64,
+                            gap as i64,
+                            STRIDE as i64,
+                        )
+                    };
+                    fence();
+                    let mut want = vec![0xEEu8; dst.len()];
+                    for r in 0..ROWS {
+                        let at = start + r * STRIDE;
+                        let (head, body_end) = whole_lines_of(dst.as_ptr().wrapping_add(at), len);
+                        let from = if head_joined { head } else { 0 };
+                        let to = if tail_joined && body_end < len {
+                            body_end + LINE_BYTES
+                        } else {
+                            len
+                        };
+                        want[at + from..at + to]
+                            .copy_from_slice(&src[r * gap + from..r * gap + to]);
+                    }
+                    assert!(
+                        dst == want,
+                        "{joined:?}, rows of {len} bytes, offset {offset}"
+                    );
+                }
+            }
+        }
     }
 
     /// Three rows of every length up to past two 64-byte stores, at every destination offset
