@@ -29,13 +29,13 @@ pub(crate) fn stream_rows_routine() -> *const u8 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return stream_rows::<Avx512> as *const u8;
+            return stream_rows::<Avx512, false, false> as *const u8;
         }
         if std::arch::is_x86_feature_detected!("avx") {
-            return stream_rows::<Avx> as *const u8;
+            return stream_rows::<Avx, false, false> as *const u8;
         }
     }
-    stream_rows::<Baseline> as *const u8
+    stream_rows::<Baseline, false, false> as *const u8
 }
 
 /// The streaming routine of joined runs ([`TransposeWrite::Joined`]): which ends of its rows
@@ -97,9 +97,9 @@ impl JoinedEnds {
     /// The routine with `S`'s streaming stores.
     fn with<S: Streamer>(self) -> RowsRoutine {
         match self {
-            JoinedEnds::Head => stream_joined_rows::<S, true, false>,
-            JoinedEnds::Tail => stream_joined_rows::<S, false, true>,
-            JoinedEnds::Both => stream_joined_rows::<S, true, true>,
+            JoinedEnds::Head => stream_rows::<S, true, false>,
+            JoinedEnds::Tail => stream_rows::<S, false, true>,
+            JoinedEnds::Both => stream_rows::<S, true, true>,
         }
     }
 }
@@ -147,19 +147,12 @@ trait Streamer {
     /// CPU has the implementation's features.
     unsafe fn stream(src: *const u8, dst: *mut u8);
 
-    /// Copies every row of `job` (through [`copy_rows`], compiled with the features
-    /// [`Streamer::stream`] needs, so that it inlines).
+    /// Copies every row of `job` as [`stream_rows`] says (through [`copy_rows`], compiled with
+    /// the features [`Streamer::stream`] needs, so that it inlines).
     ///
     /// # Safety
     /// As [`stream_rows`], for `job`'s rows.
-    unsafe fn rows(job: Rows);
-
-    /// Copies every row of `job` as [`stream_joined_rows`] says (through [`copy_joined_rows`],
-    /// compiled with the features [`Streamer::stream`] needs).
-    ///
-    /// # Safety
-    /// As [`stream_joined_rows`], for `job`'s rows.
-    unsafe fn joined_rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows);
+    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows);
 }
 
 /// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
@@ -167,11 +160,19 @@ trait Streamer {
 /// destination row and ordinary stores for the lines it covers in part. The stores are weakly
 /// ordered: the caller runs [`fence`] before it lets anyone else read the destination.
 ///
+/// Joined runs ([`JoinedEnds`]) leave or lend those lines instead: with `HEAD_JOINED`, each
+/// row leaves the line it starts in (its head) unwritten, for the run before it to write
+/// whole; with `TAIL_JOINED`, each row streams the line it ends in whole, on into the bytes
+/// that follow it in the source, where it would store its part of that line (its tail).
+///
 /// # Safety
 /// For every `r < rows`, the `row_bytes` bytes at `src + r·src_stride` must be readable, those at
 /// `dst + r·dst_stride` writable, and the two must not overlap; the CPU must have the features
-/// `S` uses ([`stream_rows_routine`] picks `S` by what the CPU has).
-unsafe extern "C" fn stream_rows<S: Streamer>(
+/// `S` uses ([`stream_rows_routine`] picks `S` by what the CPU has). With `TAIL_JOINED`, each
+/// row is whole lines long, and the line's worth of bytes past each row is readable in the
+/// source and, up to the end of the line the row ends in, writable in the destination (the
+/// start of the next run along the row).
+unsafe extern "C" fn stream_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
     src: *const u8,
     dst: *mut u8,
     rows: i64,
@@ -181,33 +182,7 @@ unsafe extern "C" fn stream_rows<S: Streamer>(
 ) {
     let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
     // SAFETY: forwarded from the caller.
-    unsafe { S::rows(job) }
-}
-
-/// [`stream_rows`] for joined runs ([`JoinedEnds`]): with `HEAD_JOINED`, each row leaves the
-/// line it starts in (its head) unwritten, for the run before it to write whole; with
-/// `TAIL_JOINED`, each row streams the line it ends in whole, on into the bytes that follow
-/// it in the source, where [`stream_rows`] would store its part of that line (its tail).
-///
-/// # Safety
-/// As [`stream_rows`]; and with `TAIL_JOINED`, each row is whole lines long, and the line's
-/// worth of bytes past each row is readable in the source and, up to the end of the line the
-/// row ends in, writable in the destination (the start of the next run along the row).
-unsafe extern "C" fn stream_joined_rows<
-    S: Streamer,
-    const HEAD_JOINED: bool,
-    const TAIL_JOINED: bool,
->(
-    src: *const u8,
-    dst: *mut u8,
-    rows: i64,
-    row_bytes: i64,
-    src_stride: i64,
-    dst_stride: i64,
-) {
-    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
-    // SAFETY: forwarded from the caller.
-    unsafe { S::joined_rows::<HEAD_JOINED, TAIL_JOINED>(job) }
+    unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED>(job) }
 }
 
 /// Bytes of a cache line: this routine streams whole lines only.
@@ -226,12 +201,14 @@ pub(crate) const PIECES_AT_ONCE: usize = 4;
 pub(crate) const CHUNK_BYTES: usize = 256;
 
 /// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines through [`stream_lines`],
-/// nothing but loads and streaming stores, any other row through [`copy_row`].
+/// nothing but loads and streaming stores (they have no heads or tails to leave or lend), any
+/// other row through [`copy_row`], after the lines all the rows store in part are asked for
+/// ([`prefetch_stored_lines`]).
 ///
 /// # Safety
 /// As [`stream_rows`]; `S`'s features must be enabled where this is inlined.
 #[inline(always)]
-unsafe fn copy_rows<S: Streamer>(job: Rows) {
+unsafe fn copy_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
     if job.row_bytes == 0 {
         // No bytes to move, and none the caller vouches for.
         return;
@@ -242,7 +219,8 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
         && whole_lines(job.row_bytes);
     if !whole {
         for r in 0..job.rows as isize {
-            prefetch_lines_in_part(job.dst.wrapping_offset(r * job.dst_stride), job.row_bytes);
+            let dst = job.dst.wrapping_offset(r * job.dst_stride);
+            prefetch_stored_lines::<HEAD_JOINED, TAIL_JOINED>(dst, job.row_bytes);
         }
     }
     for r in 0..job.rows as isize {
@@ -260,7 +238,7 @@ unsafe fn copy_rows<S: Streamer>(job: Rows) {
             unsafe { stream_lines::<S>(src, dst, job.row_bytes) };
         } else {
             // SAFETY: forwarded from the caller, for this row.
-            unsafe { copy_row::<S>(src, dst, job.row_bytes) };
+            unsafe { copy_row::<S, HEAD_JOINED, TAIL_JOINED>(src, dst, job.row_bytes) };
         }
     }
 }
@@ -313,18 +291,21 @@ fn whole_lines_of(dst: *const u8, len: usize) -> (usize, usize) {
     (head, head + (len - head) / LINE_BYTES * LINE_BYTES)
 }
 
-/// Asks for the lines a row of `len` bytes at `dst` covers in part (its head's and its tail's)
-/// for writing (`prefetchw`), before [`copy_row`] stores into them. Those stores each need the
-/// line from memory first; asked for all of a call's rows up front, the reads overlap one
-/// another and the streaming stores, where otherwise each row's head and tail wait for memory
-/// in turn. On a 2-core Intel Xeon VM (family 6, model 85), the 3001 × 5008 f32 transpose (rows
-/// of 12 004 bytes, so every 256-byte run of a staged block starts inside a line) went from
-/// 0.38–0.39 of memcpy to 0.53–0.54, untuned.
-fn prefetch_lines_in_part(dst: *mut u8, len: usize) {
+/// Asks for the lines a row of `len` bytes at `dst` covers in part and [`copy_row`] stores
+/// into (its head's, unless `HEAD_JOINED`, and its tail's, unless `TAIL_JOINED`) for writing
+/// (`prefetchw`). Those stores each need the line from memory first; asked for all of a call's
+/// rows up front, the reads overlap one another and the streaming stores, where otherwise each
+/// row's head and tail wait for memory in turn. On a 2-core Intel Xeon VM (family 6, model
+/// 85), the 3001 × 5008 f32 transpose (rows of 12 004 bytes, so every 256-byte run of a staged
+/// block starts inside a line) went from 0.38–0.39 of memcpy to 0.53–0.54, untuned.
+fn prefetch_stored_lines<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
+    dst: *mut u8,
+    len: usize,
+) {
     let (head, body_end) = whole_lines_of(dst, len);
     let ends = [
-        (head > 0).then_some(0),
-        (body_end < len).then_some(body_end),
+        (!HEAD_JOINED && head > 0).then_some(0),
+        (!TAIL_JOINED && body_end < len).then_some(body_end),
     ];
     #[cfg(target_arch = "x86_64")]
     for at in ends.into_iter().flatten() {
@@ -337,90 +318,48 @@ fn prefetch_lines_in_part(dst: *mut u8, len: usize) {
     let _ = ends;
 }
 
-/// [`Streamer::joined_rows`]'s loop: each row's whole lines streamed, from its first whole
-/// line (`HEAD_JOINED`) or with its head stored before them, and on to the end of the line its
-/// tail lies in (`TAIL_JOINED`) or with its tail stored after them; the lines stored in part
-/// are asked for first, as [`copy_rows`] does.
-///
-/// # Safety
-/// As [`stream_joined_rows`]; `S`'s features must be enabled where this is inlined.
-#[inline(always)]
-unsafe fn copy_joined_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
-    job: Rows,
-) {
-    let row = |r: usize| {
-        let r = r as isize;
-        (
-            job.src.wrapping_offset(r * job.src_stride),
-            job.dst.wrapping_offset(r * job.dst_stride),
-        )
-    };
-    let len = job.row_bytes;
-    for r in 0..job.rows {
-        let (_, dst) = row(r);
-        let (head, body_end) = whole_lines_of(dst, len);
-        let stored_head = if HEAD_JOINED { 0 } else { head };
-        let stored_tail = if TAIL_JOINED { 0 } else { len - body_end };
-        prefetch_lines_in_part(dst, stored_head);
-        prefetch_lines_in_part(dst.wrapping_add(body_end), stored_tail);
-    }
-    for r in 0..job.rows {
-        let (src, dst) = row(r);
-        let (head, body_end) = whole_lines_of(dst, len);
-        // With a joined tail, the row is whole lines long, so the bytes from `body_end` to
-        // `len` (if any) and on to `body_end + LINE_BYTES` are the line the tail lies in.
-        let stream_end = if TAIL_JOINED && body_end < len {
-            body_end + LINE_BYTES
-        } else {
-            body_end
-        };
-        // SAFETY: the caller's ranges: `[0, len)` of both rows, and with `TAIL_JOINED` up to
-        // `len + LINE_BYTES` of the source row and the end of the line the destination row
-        // ends in, which `stream_end` does not pass. The streaming stores move whole `WIDTH`
-        // pieces from `head` (on a line) to `stream_end` (on a line), so aligned to `WIDTH`;
-        // the loads accept any alignment; the caller promises the features.
-        unsafe {
-            if !HEAD_JOINED && head > 0 {
-                std::ptr::copy_nonoverlapping(src, dst, head);
-            }
-            let mut at = head;
-            while at < stream_end {
-                S::stream(src.add(at), dst.add(at));
-                at += S::WIDTH;
-            }
-            if !TAIL_JOINED && body_end < len {
-                std::ptr::copy_nonoverlapping(src.add(body_end), dst.add(body_end), len - body_end);
-            }
-        }
-    }
-}
-
 /// One row at any alignment: the whole cache lines it covers with streaming stores, the lines
 /// it covers in part (at most one at each end) with ordinary stores. A line streamed in part
 /// would go to memory as a partial write, and so would the stores of the next row or call to the
 /// rest of it: on a 2-core AMD EPYC (Zen 4) VM, with 16-byte streaming stores up to those
 /// lines, a destination 16 bytes past a line took NHWC → NCHW16c from 23 to 10 GB/s and odd/even
-/// strips (4 KiB staged runs) from 17 to 11.
+/// strips (4 KiB staged runs) from 17 to 11. A joined head is left alone; a joined tail's line
+/// is streamed whole, from the source bytes past the row ([`stream_rows`]).
 ///
 /// # Safety
-/// `len` bytes at `src` readable, at `dst` writable, not overlapping; `S`'s features.
+/// `len` bytes at `src` readable, at `dst` writable, not overlapping; `S`'s features; with
+/// `TAIL_JOINED`, `len` is whole lines and the bytes up to `len + LINE_BYTES` at `src` and up to
+/// the end of the line the row ends in at `dst` are in the caller's ranges too.
 #[inline(always)]
-unsafe fn copy_row<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
+unsafe fn copy_row<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
+    src: *const u8,
+    dst: *mut u8,
+    len: usize,
+) {
     let (head, body_end) = whole_lines_of(dst, len);
-    // SAFETY: every access stays within `[0, len)` of both pointers (the caller's ranges):
-    // `head ≤ body_end ≤ len`, and the streaming stores move whole `WIDTH` pieces (a divisor of
-    // the line) from `head` to `body_end`, at addresses aligned to the line and so to `WIDTH`;
-    // the loads accept any alignment; the caller promises the features.
+    // With a joined tail, the row is whole lines long, so the bytes from `body_end` to `len`
+    // (if any) and on to `body_end + LINE_BYTES` are the line the tail lies in.
+    let stream_end = if TAIL_JOINED && body_end < len {
+        body_end + LINE_BYTES
+    } else {
+        body_end
+    };
+    // SAFETY: every access stays within the caller's ranges: `[0, len)` of both pointers
+    // (`head ≤ body_end ≤ len`), and with `TAIL_JOINED` up to `stream_end`, which does not pass
+    // `len + LINE_BYTES` at `src` nor the end of the line the row ends in at `dst`. The
+    // streaming stores move whole `WIDTH` pieces (a divisor of the line) from `head` to
+    // `stream_end`, at addresses aligned to the line and so to `WIDTH`; the loads accept any
+    // alignment; the caller promises the features.
     unsafe {
-        if head > 0 {
+        if !HEAD_JOINED && head > 0 {
             std::ptr::copy_nonoverlapping(src, dst, head);
         }
         let mut at = head;
-        while at < body_end {
+        while at < stream_end {
             S::stream(src.add(at), dst.add(at));
             at += S::WIDTH;
         }
-        if body_end < len {
+        if !TAIL_JOINED && body_end < len {
             std::ptr::copy_nonoverlapping(src.add(body_end), dst.add(body_end), len - body_end);
         }
     }
@@ -446,14 +385,9 @@ impl Streamer for Baseline {
         unsafe { std::ptr::copy_nonoverlapping(src, dst, 16) }
     }
 
-    unsafe fn rows(job: Rows) {
+    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
         // SAFETY: forwarded from the caller; no features beyond the baseline.
-        unsafe { copy_rows::<Self>(job) }
-    }
-
-    unsafe fn joined_rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
-        // SAFETY: forwarded from the caller; no features beyond the baseline.
-        unsafe { copy_joined_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
+        unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
     }
 }
 
@@ -478,17 +412,10 @@ macro_rules! wide_streamer {
             }
 
             #[target_feature(enable = $feature)]
-            unsafe fn rows(job: Rows) {
+            unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
                 // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
                 // `stream` inlines).
-                unsafe { copy_rows::<Self>(job) }
-            }
-
-            #[target_feature(enable = $feature)]
-            unsafe fn joined_rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
-                // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
-                // `stream` inlines).
-                unsafe { copy_joined_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
+                unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
             }
         }
     };
@@ -588,8 +515,8 @@ mod tests {
         // Rows that start inside a line, at the bottom and the top of the address space.
         let odd = std::ptr::null::<u8>().wrapping_add(4);
         prefetch_rows(odd, std::ptr::null_mut(), 2, 300, -8, 0);
-        prefetch_lines_in_part(odd.cast_mut(), 300);
-        prefetch_lines_in_part(odd.wrapping_sub(100).cast_mut(), 300);
+        prefetch_stored_lines::<false, false>(odd.cast_mut(), 300);
+        prefetch_stored_lines::<false, false>(odd.wrapping_sub(100).cast_mut(), 300);
     }
 
     /// A row asks for exactly the lines it touches: each once, from the one it starts in.
@@ -687,14 +614,14 @@ mod tests {
 
     /// `check` on the baseline routine, on those of the CPU's features, and on the host's.
     fn for_each_routine(check: impl Fn(RowsRoutine)) {
-        check(stream_rows::<Baseline>);
+        check(stream_rows::<Baseline, false, false>);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
-            check(stream_rows::<Avx>);
+            check(stream_rows::<Avx, false, false>);
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
-            check(stream_rows::<Avx512>);
+            check(stream_rows::<Avx512, false, false>);
         }
         // SAFETY: the host's routine is a function of this signature (what the JIT calls).
         check(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(stream_rows_routine()) });
