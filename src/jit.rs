@@ -211,6 +211,7 @@ fn kernel_module(isa: OwnedTargetIsa) -> Result<JITModule> {
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
     builder.symbol(runtime::PREFETCH_ROWS, runtime::prefetch_rows_routine());
+    builder.symbol(runtime::STORE_ROWS, runtime::store_rows_routine());
     for j in JoinedEnds::ALL {
         builder.symbol(j.symbol(), j.routine());
     }
@@ -234,6 +235,10 @@ fn kernel_module(isa: OwnedTargetIsa) -> Result<JITModule> {
         .declare_function(runtime::PREFETCH_ROWS, Linkage::Import, &stream_rows_sig)
         .map_err(|e| codegen_err(&e))?;
     debug_assert_eq!(prefetch_rows.as_u32(), codegen::PREFETCH_ROWS_NAME.index);
+    let store_rows = module
+        .declare_function(runtime::STORE_ROWS, Linkage::Import, &stream_rows_sig)
+        .map_err(|e| codegen_err(&e))?;
+    debug_assert_eq!(store_rows.as_u32(), codegen::STORE_ROWS_NAME.index);
     for j in JoinedEnds::ALL {
         let id = module
             .declare_function(j.symbol(), Linkage::Import, &stream_rows_sig)

@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use convert::TableRead;
 
 use crate::convert::Arithmetic;
-use crate::plan::{Packed, Plan, Region};
+use crate::plan::{Flush, Packed, Plan, Region};
 use crate::runtime::{BlockTranspose, JoinedEnds, RowConversion};
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
@@ -60,18 +60,25 @@ pub(crate) const PREFETCH_ROWS_NAME: UserExternalName = UserExternalName {
     index: 1,
 };
 
+/// The name by which generated code calls the routine that copies rows with ordinary stores:
+/// declared third.
+pub(crate) const STORE_ROWS_NAME: UserExternalName = UserExternalName {
+    namespace: 0,
+    index: 2,
+};
+
 /// The name by which generated code calls the runtime's streaming routine of joined runs
-/// `j`: the JIT module declares them third, in the order of [`JoinedEnds::ALL`].
+/// `j`: the JIT module declares them fourth, in the order of [`JoinedEnds::ALL`].
 pub(crate) fn joined_ends_name(j: JoinedEnds) -> UserExternalName {
     let position = JoinedEnds::ALL.iter().position(|&x| x == j);
     UserExternalName {
         namespace: 0,
-        index: 2 + position.expect("every joined routine is in ALL") as u32,
+        index: 3 + position.expect("every joined routine is in ALL") as u32,
     }
 }
 
 /// Routines the JIT module declares before the block transposes.
-const BEFORE_BLOCK_TRANSPOSES: usize = 2 + JoinedEnds::ALL.len();
+const BEFORE_BLOCK_TRANSPOSES: usize = 3 + JoinedEnds::ALL.len();
 
 /// The name by which generated code calls the runtime's block transpose `t`: the JIT module
 /// declares them after the joined routines, in the order of [`BlockTranspose::ALL`].
@@ -280,6 +287,15 @@ impl Emitter<'_> {
     /// The runtime's streaming routine of joined runs `j`, imported on first use.
     fn joined_ends_routine(&mut self, j: JoinedEnds) -> FuncRef {
         self.routine(joined_ends_name(j))
+    }
+
+    /// The runtime's routine that copies the rows of a staged block out as `flush` says,
+    /// imported on first use.
+    fn flush_routine(&mut self, flush: Flush) -> FuncRef {
+        match flush {
+            Flush::Streamed => self.stream_routine(),
+            Flush::Copied => self.routine(STORE_ROWS_NAME),
+        }
     }
 
     /// The runtime's prefetching routine, imported on first use.

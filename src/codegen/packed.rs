@@ -78,7 +78,7 @@ impl Emitter<'_> {
     }
 
     /// Copies `rows` (element strides) of `bytes` bytes each from byte address `s` to byte
-    /// address `d`, by vector copies or by one call of the streaming routine.
+    /// address `d`, by one call of the runtime's routine for `flush`.
     fn byte_rows(
         &mut self,
         packed: Packed,
@@ -95,13 +95,8 @@ impl Emitter<'_> {
             dst_stride: rows.dst_stride / k,
             index_stride: 0,
         };
-        match flush {
-            Flush::Copied => self.fixed_loop(rows, s, d, |e, s, d| e.copy(s, d, bytes as i64)),
-            Flush::Streamed => {
-                let routine = self.stream_routine();
-                self.stream_copy(routine, rows, bytes, s, d)
-            }
-        }
+        let routine = self.flush_routine(flush);
+        self.stream_copy(routine, rows, bytes, s, d)
     }
 
     /// A 4-bit transpose through the staging buffer: the block's tiles into staging rows of

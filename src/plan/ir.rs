@@ -222,7 +222,7 @@ impl Join {
 /// How a staged block leaves the staging buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Flush {
-    /// Vector copies.
+    /// One call of the runtime's routine that copies rows with ordinary stores.
     Copied,
     /// One call of the runtime's streaming routine.
     Streamed,

@@ -1,9 +1,11 @@
 //! Routines the generated code calls: stores that bypass the cache (non-temporal stores) and
-//! prefetches, which Cranelift cannot emit, conversions of staged rows in vectors wider than
-//! Cranelift's ([`RowConversion`]), and the register tiles of transposes
+//! prefetches, which Cranelift cannot emit, copies of staged rows with ordinary stores (so that
+//! a kernel's own code moves nothing and compiles fast), conversions of staged rows in vectors
+//! wider than Cranelift's ([`RowConversion`]), and the register tiles of transposes
 //! ([`BlockTranspose`]; some of them stream whole lines straight to the destination,
-//! [`TileStores::Streamed`]), compiled once instead of into every kernel. Kernels for large destinations finish a block of the destination in a
-//! small staging buffer (or read a contiguous source run directly) and hand it to
+//! [`TileStores::Streamed`]), compiled once instead of into every kernel. Kernels for large
+//! destinations finish a block of the destination in a small staging buffer (or read a
+//! contiguous source run directly) and hand it to
 //! [`stream_rows`], once per block, which writes it out with streaming stores.
 //!
 //! The routine runs once per block, and a block can be as small as four rows of one cache line
@@ -492,6 +494,81 @@ fn lines_of(row: *const u8, len: usize) -> impl Iterator<Item = isize> {
     (-(skew as isize)..len as isize).step_by(LINE_BYTES)
 }
 
+/// The symbol under which the JIT module resolves [`store_rows`].
+pub(crate) const STORE_ROWS: &str = "relayout_store_rows";
+
+/// [`store_rows`]'s address, for the JIT module.
+///
+/// Staged transposes too small to stream ([`Flush::Copied`]) call it once per block to copy
+/// the block's runs out, so that their code moves nothing itself and compiles with the
+/// single-pass register allocator (the 64³ f32 reversal compiled in half the time).
+///
+/// [`Flush::Copied`]: crate::plan::Flush::Copied
+pub(crate) fn store_rows_routine() -> *const u8 {
+    store_rows as *const u8
+}
+
+/// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
+/// (rows `dst_stride` bytes apart) with ordinary stores, which keep the destination in the
+/// cache.
+///
+/// # Safety
+/// For every `r < rows`, the `row_bytes` bytes at `src + r·src_stride` must be readable, those at
+/// `dst + r·dst_stride` writable, and the two must not overlap.
+unsafe extern "C" fn store_rows(
+    src: *const u8,
+    dst: *mut u8,
+    rows: i64,
+    row_bytes: i64,
+    src_stride: i64,
+    dst_stride: i64,
+) {
+    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
+    for r in 0..job.rows as isize {
+        // SAFETY: the caller guarantees row `r` readable at its source, writable at its
+        // destination, and the two apart.
+        unsafe {
+            store_row(
+                job.src.offset(r * job.src_stride),
+                job.dst.offset(r * job.dst_stride),
+                job.row_bytes,
+            )
+        };
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst`: 64 bytes at a time in four 16-byte vectors, the rest
+/// by `memcpy`. The runs of staged blocks are a few hundred bytes, where a `memcpy` call per
+/// run cost more than the copy: on a 2-core Intel Xeon VM (family 6, model 85) the 64³ f32
+/// reversal moved 5.3–5.5 GB/s with a call per run, 6.3–6.9 with vector copies emitted into
+/// the kernel, and 6.5–6.9 with these.
+///
+/// # Safety
+/// `len` bytes readable at `src` and writable at `dst`, the two apart.
+#[inline(always)]
+unsafe fn store_row(src: *const u8, dst: *mut u8, len: usize) {
+    const CHUNK: usize = 64;
+    let whole = len - len % CHUNK;
+    #[cfg(target_arch = "x86_64")]
+    for at in (0..whole).step_by(CHUNK) {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
+        // SAFETY: `at + CHUNK <= len`, inside both rows; the loads and stores are unaligned.
+        unsafe {
+            let (s, d) = (src.add(at).cast::<__m128i>(), dst.add(at).cast::<__m128i>());
+            let v = [0, 1, 2, 3].map(|i| _mm_loadu_si128(s.add(i)));
+            for (i, v) in v.into_iter().enumerate() {
+                _mm_storeu_si128(d.add(i), v);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let whole = 0;
+    if whole < len {
+        // SAFETY: the bytes from `whole` to `len`, inside both rows.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(whole), dst.add(whole), len - whole) };
+    }
+}
+
 /// Orders this thread's streaming stores before everything that follows (`mfence` on x86-64).
 pub(crate) fn fence() {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -517,6 +594,42 @@ mod tests {
         prefetch_rows(odd, std::ptr::null_mut(), 2, 300, -8, 0);
         prefetch_stored_lines::<false, false>(odd.cast_mut(), 300);
         prefetch_stored_lines::<false, false>(odd.wrapping_sub(100).cast_mut(), 300);
+    }
+
+    /// Every row's bytes arrive at their place, whatever their length and stride, and nothing
+    /// between the rows is written.
+    #[test]
+    fn stored_rows_copy_exactly_their_bytes() {
+        let src: Vec<u8> = (0..4096).map(|i| (i * 7 + 3) as u8).collect();
+        for len in [0, 1, 15, 16, 63, 64, 65, 100, 256, 259] {
+            for (src_stride, dst_stride) in [(len as i64, len as i64), (300, 512), (-300, 400)] {
+                let rows = 5;
+                let mut dst = vec![0xa5u8; 4096];
+                let (s0, d0) = (if src_stride < 0 { 2048 } else { 0 }, 8);
+                // SAFETY: five rows of at most 259 bytes, at most 512 bytes apart, start at
+                // 8 or 2048 ± 1200 bytes: all inside both 4096-byte buffers.
+                unsafe {
+                    store_rows(
+                        src.as_ptr().add(s0),
+                        dst.as_mut_ptr().add(d0),
+                        rows,
+                        len as i64,
+                        src_stride,
+                        dst_stride,
+                    )
+                };
+                let mut expected = vec![0xa5u8; 4096];
+                for r in 0..rows {
+                    let s = (s0 as i64 + r * src_stride) as usize;
+                    let d = (d0 as i64 + r * dst_stride) as usize;
+                    expected[d..d + len].copy_from_slice(&src[s..s + len]);
+                }
+                assert!(
+                    dst == expected,
+                    "len {len}, strides {src_stride}, {dst_stride}"
+                );
+            }
+        }
     }
 
     /// A row asks for exactly the lines it touches: each once, from the one it starts in.
