@@ -17,7 +17,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::codegen;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::runtime::{self, BlockTranspose, JoinedEnds, RowConversion};
+use crate::runtime::{self, BlockTranspose, CoreRoutine, JoinedEnds, RowConversion};
 use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The generated function: `(src, dst, begin, end)`.
@@ -209,9 +209,9 @@ fn codegen_err(e: &dyn std::fmt::Display) -> Error {
 /// in the order the generated code names them.
 fn kernel_module(isa: OwnedTargetIsa) -> Result<JITModule> {
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-    builder.symbol(runtime::STREAM_ROWS, runtime::stream_rows_routine());
-    builder.symbol(runtime::PREFETCH_ROWS, runtime::prefetch_rows_routine());
-    builder.symbol(runtime::STORE_ROWS, runtime::store_rows_routine());
+    for r in CoreRoutine::ALL {
+        builder.symbol(r.symbol(), r.address());
+    }
     for j in JoinedEnds::ALL {
         builder.symbol(j.symbol(), j.routine());
     }
@@ -227,18 +227,12 @@ fn kernel_module(isa: OwnedTargetIsa) -> Result<JITModule> {
     }
     let mut module = JITModule::new(builder);
     let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
-    let stream_rows = module
-        .declare_function(runtime::STREAM_ROWS, Linkage::Import, &stream_rows_sig)
-        .map_err(|e| codegen_err(&e))?;
-    debug_assert_eq!(stream_rows.as_u32(), codegen::STREAM_ROWS_NAME.index);
-    let prefetch_rows = module
-        .declare_function(runtime::PREFETCH_ROWS, Linkage::Import, &stream_rows_sig)
-        .map_err(|e| codegen_err(&e))?;
-    debug_assert_eq!(prefetch_rows.as_u32(), codegen::PREFETCH_ROWS_NAME.index);
-    let store_rows = module
-        .declare_function(runtime::STORE_ROWS, Linkage::Import, &stream_rows_sig)
-        .map_err(|e| codegen_err(&e))?;
-    debug_assert_eq!(store_rows.as_u32(), codegen::STORE_ROWS_NAME.index);
+    for r in CoreRoutine::ALL {
+        let id = module
+            .declare_function(r.symbol(), Linkage::Import, &stream_rows_sig)
+            .map_err(|e| codegen_err(&e))?;
+        debug_assert_eq!(id.as_u32(), codegen::core_routine_name(r).index);
+    }
     for j in JoinedEnds::ALL {
         let id = module
             .declare_function(j.symbol(), Linkage::Import, &stream_rows_sig)

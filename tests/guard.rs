@@ -373,9 +373,14 @@ fn joined_runs_of_rows_inside_lines() {
     // than the line a strip would lend it, longer, and one strip past the last lending one.
     // On the default tactics and on 128-byte runs, at every element size, on one and two
     // threads, in guard pages.
+    use relayout::plan::{Blocking, Tactics};
+    let runs_of_128 = Tactics::CANDIDATES
+        .iter()
+        .position(|&t| t == Tactics::fixed(Blocking::STREAMED_128))
+        .unwrap();
     let mut seen = std::collections::HashSet::new();
     for elem_size in [1, 2, 4, 8] {
-        for k in [0, 2] {
+        for k in [0, runs_of_128] {
             let pin = Pin::eager(k);
             for rows in [129, 145, 207, 353, 601, 1041, 1093] {
                 let src = Layout::row_major(&[rows, 40]).unwrap();

@@ -902,8 +902,8 @@ fn large_destinations_that_do_not_stream_are_tuned_too() {
 }
 
 #[test]
-fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
-    use relayout::plan::{LargeWrites, Plan, Tactics};
+fn large_copies_are_tuned_between_streaming_ordinary_and_prefetched_stores() {
+    use relayout::plan::{CopyWrite, Kernel, LargeWrites, Plan, Tactics};
     // NHWC -> NCHW16c of 9.6 MB: 64-byte copies into four places at once.
     let src = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, h, w, c]").unwrap();
     let dst = Layout::parse("tvm:[12,56,56,64] lambda n,h,w,c: [n, c//16, h, w, c%16]").unwrap();
@@ -921,9 +921,10 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
     let ordinary = ordinary_tactics_in(relayout::plan::LoopOrder::Fitted);
     let ordinary = Plan::with_tactics(&src, &dst, 4, ordinary, host).unwrap();
     assert!(!ordinary.streams(), "{ordinary}");
-    // Those are two of the four plans the candidates give, both in the source's order (copies of
-    // a cache line or more run in it, streamed or not); the other two take the destination's
-    // order, streamed and with ordinary stores.
+    // Those are two of the six plans the candidates give, both in the source's order (copies of
+    // a cache line or more run in it, streamed or not); two more take the destination's order,
+    // streamed and with ordinary stores, and the last two copy by the routine that asks for
+    // lines ahead, in either order.
     use relayout::plan::LoopOrder;
     let by_destination = Tactics::default().ordered(LoopOrder::Destination);
     let by_destination = Plan::with_tactics(&src, &dst, 4, by_destination, host).unwrap();
@@ -937,6 +938,26 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
         Plan::with_tactics(&src, &dst, 4, stored_by_destination, host).unwrap();
     assert!(!stored_by_destination.streams(), "{stored_by_destination}");
     assert_ne!(stored_by_destination, ordinary);
+    // Prefetched: the copies go to the routine that asks for lines ahead, in either order.
+    let prefetched_in = |order| Tactics {
+        large_writes: LargeWrites::Prefetched,
+        order,
+        ..Tactics::default()
+    };
+    for order in [LoopOrder::Fitted, LoopOrder::Destination] {
+        let prefetched = Plan::with_tactics(&src, &dst, 4, prefetched_in(order), host).unwrap();
+        assert!(!prefetched.streams(), "{prefetched}");
+        assert!(
+            prefetched.regions().iter().all(|r| matches!(
+                r.kernel,
+                Kernel::Copy {
+                    write: CopyWrite::Prefetched { .. },
+                    ..
+                }
+            )),
+            "{prefetched}"
+        );
+    }
     let distinct: Vec<Plan> = Tactics::CANDIDATES
         .iter()
         .fold(Vec::new(), |mut plans, &t| {
@@ -946,11 +967,11 @@ fn large_copies_are_tuned_between_streaming_and_ordinary_stores() {
             }
             plans
         });
-    assert_eq!(distinct.len(), 4);
+    assert_eq!(distinct.len(), 6);
     // A warm-up run and six trials each; or, when the default's second run takes 20 ms or
     // more (as it can on a slow machine), six trials each and the default's untimed first run.
     let runs = tune_to_the_end(&src, &dst, host);
-    assert!(runs == 4 * 7 || runs == 4 * 6 + 1, "{runs} runs");
+    assert!(runs == 6 * 7 || runs == 6 * 6 + 1, "{runs} runs");
 }
 
 #[test]

@@ -71,15 +71,15 @@ impl Emitter<'_> {
             Kernel::Copy {
                 len,
                 index_stride,
-                write: CopyWrite::Streamed { rows },
+                write: write @ (CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows }),
             } => match self.route {
-                // The planner does not stream converting copies (the routine moves bytes); were
-                // one asked for, the rows are converted and stored.
+                // The planner gives converting copies to no routine (the routines move bytes);
+                // were one asked for, the rows are converted and stored.
                 Some(_) => self.fixed_loop(rows, s, d, |e, s, d| {
                     e.copy_elements(s, d, len, index_stride)
                 }),
                 None => {
-                    let routine = self.stream_routine();
+                    let routine = self.copy_routine(write);
                     self.stream_copy(routine, rows, len, s, d)
                 }
             },

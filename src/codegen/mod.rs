@@ -33,8 +33,8 @@ use std::collections::HashMap;
 use convert::TableRead;
 
 use crate::convert::Arithmetic;
-use crate::plan::{Flush, Packed, Plan, Region};
-use crate::runtime::{BlockTranspose, JoinedEnds, RowConversion};
+use crate::plan::{CopyWrite, Flush, Packed, Plan, Region};
+use crate::runtime::{BlockTranspose, CoreRoutine, JoinedEnds, RowConversion};
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -47,38 +47,28 @@ pub(crate) fn stream_rows_signature(call_conv: CallConv) -> Signature {
     i64_signature(call_conv, 6)
 }
 
-/// The name by which generated code calls the streaming routine: the JIT module declares that
-/// import before anything else, so it is function 0 of the module's namespace 0.
-pub(crate) const STREAM_ROWS_NAME: UserExternalName = UserExternalName {
-    namespace: 0,
-    index: 0,
-};
-
-/// The name by which generated code calls the prefetching routine: declared second.
-pub(crate) const PREFETCH_ROWS_NAME: UserExternalName = UserExternalName {
-    namespace: 0,
-    index: 1,
-};
-
-/// The name by which generated code calls the routine that copies rows with ordinary stores:
-/// declared third.
-pub(crate) const STORE_ROWS_NAME: UserExternalName = UserExternalName {
-    namespace: 0,
-    index: 2,
-};
+/// The name by which generated code calls the core routine `r`: the JIT module declares them
+/// before anything else, in the order of [`CoreRoutine::ALL`].
+pub(crate) fn core_routine_name(r: CoreRoutine) -> UserExternalName {
+    UserExternalName {
+        namespace: 0,
+        index: r.position() as u32,
+    }
+}
 
 /// The name by which generated code calls the runtime's streaming routine of joined runs
-/// `j`: the JIT module declares them fourth, in the order of [`JoinedEnds::ALL`].
+/// `j`: the JIT module declares them after the core routines, in the order of
+/// [`JoinedEnds::ALL`].
 pub(crate) fn joined_ends_name(j: JoinedEnds) -> UserExternalName {
     let position = JoinedEnds::ALL.iter().position(|&x| x == j);
     UserExternalName {
         namespace: 0,
-        index: 3 + position.expect("every joined routine is in ALL") as u32,
+        index: (CoreRoutine::ALL.len() + position.expect("every joined routine is in ALL")) as u32,
     }
 }
 
 /// Routines the JIT module declares before the block transposes.
-const BEFORE_BLOCK_TRANSPOSES: usize = 3 + JoinedEnds::ALL.len();
+const BEFORE_BLOCK_TRANSPOSES: usize = CoreRoutine::ALL.len() + JoinedEnds::ALL.len();
 
 /// The name by which generated code calls the runtime's block transpose `t`: the JIT module
 /// declares them after the joined routines, in the order of [`BlockTranspose::ALL`].
@@ -281,7 +271,7 @@ impl Emitter<'_> {
 
     /// The runtime's streaming routine, imported on first use.
     fn stream_routine(&mut self) -> FuncRef {
-        self.routine(STREAM_ROWS_NAME)
+        self.routine(core_routine_name(CoreRoutine::StreamRows))
     }
 
     /// The runtime's streaming routine of joined runs `j`, imported on first use.
@@ -294,13 +284,25 @@ impl Emitter<'_> {
     fn flush_routine(&mut self, flush: Flush) -> FuncRef {
         match flush {
             Flush::Streamed => self.stream_routine(),
-            Flush::Copied => self.routine(STORE_ROWS_NAME),
+            Flush::Copied => self.routine(core_routine_name(CoreRoutine::StoreRows)),
+        }
+    }
+
+    /// The runtime's routine that copies the rows of a copy written as `write` (streamed or
+    /// with lines asked for ahead), imported on first use. A copy with ordinary stores calls
+    /// none; asked for one, it gets the streaming routine.
+    fn copy_routine(&mut self, write: CopyWrite) -> FuncRef {
+        match write {
+            CopyWrite::Prefetched { .. } => {
+                self.routine(core_routine_name(CoreRoutine::StoreRowsAhead))
+            }
+            CopyWrite::Streamed { .. } | CopyWrite::Stored => self.stream_routine(),
         }
     }
 
     /// The runtime's prefetching routine, imported on first use.
     fn prefetch_routine(&mut self) -> FuncRef {
-        self.routine(PREFETCH_ROWS_NAME)
+        self.routine(core_routine_name(CoreRoutine::PrefetchRows))
     }
 
     /// The runtime's block transpose `t`, imported on first use.

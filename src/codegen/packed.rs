@@ -14,7 +14,7 @@
 //!   stores in place, or, as the byte transposes do, into the staging buffer whose rows are then
 //!   copied (or streamed) out whole.
 
-use cranelift_codegen::ir::{types, InstBuilder, Value};
+use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
 
 use super::kernels::{into_stage, SourceBlock};
 use super::network::Network;
@@ -50,8 +50,9 @@ impl Emitter<'_> {
                 let bytes = len / packed.per_byte();
                 match write {
                     CopyWrite::Stored => self.copy(s, d, bytes as i64),
-                    CopyWrite::Streamed { rows } => {
-                        self.byte_rows(packed, rows, bytes, Flush::Streamed, s, d)
+                    CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows } => {
+                        let routine = self.copy_routine(write);
+                        self.byte_rows(packed, rows, bytes, routine, s, d)
                     }
                 }
             }
@@ -78,13 +79,13 @@ impl Emitter<'_> {
     }
 
     /// Copies `rows` (element strides) of `bytes` bytes each from byte address `s` to byte
-    /// address `d`, by one call of the runtime's routine for `flush`.
+    /// address `d`, by one call of the runtime's row routine `routine`.
     fn byte_rows(
         &mut self,
         packed: Packed,
         rows: Loop,
         bytes: usize,
-        flush: Flush,
+        routine: FuncRef,
         s: Value,
         d: Value,
     ) {
@@ -95,7 +96,6 @@ impl Emitter<'_> {
             dst_stride: rows.dst_stride / k,
             index_stride: 0,
         };
-        let routine = self.flush_routine(flush);
         self.stream_copy(routine, rows, bytes, s, d)
     }
 
@@ -131,7 +131,8 @@ impl Emitter<'_> {
             index_stride: 0,
         };
         let d = self.byte_address(PACKED_4, d);
-        self.byte_rows(PACKED_4, rows, row / k, flush, stage, d);
+        let routine = self.flush_routine(flush);
+        self.byte_rows(PACKED_4, rows, row / k, routine, stage, d);
     }
 
     /// The byte address of element address `p`.

@@ -125,7 +125,7 @@ impl Nest<'_, '_> {
         };
         match region.kernel {
             Kernel::Copy {
-                write: CopyWrite::Streamed { rows },
+                write: CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows },
                 ..
             } if rows.extent > 1 => self.open(rows)?,
             Kernel::Zip {
@@ -197,6 +197,9 @@ impl Nest<'_, '_> {
             Kernel::Copy { len, write, .. } => {
                 let how = match write {
                     CopyWrite::Streamed { .. } => "streaming stores".to_string(),
+                    CopyWrite::Prefetched { .. } => {
+                        "stores, lines asked for ahead".to_string()
+                    }
                     CopyWrite::Stored => format!("{}-byte vectors", plan.target.vector_bytes),
                 };
                 self.line(format_args!(

@@ -120,6 +120,15 @@ pub enum CopyWrite {
         /// The rows of one call.
         rows: Loop,
     },
+    /// Ordinary stores by the runtime's row routine, which asks for the lines of source and
+    /// destination a little ahead of its loads and stores ([`LargeWrites::Prefetched`]): the
+    /// runs of `rows` as the rows of one call, as [`CopyWrite::Streamed`].
+    ///
+    /// [`LargeWrites::Prefetched`]: crate::plan::LargeWrites::Prefetched
+    Prefetched {
+        /// The rows of one call.
+        rows: Loop,
+    },
 }
 
 /// The loops of a transpose: `a` is contiguous in the source (`a.src_stride == 1`), `b` in the
@@ -418,11 +427,11 @@ impl Kernel {
 }
 
 impl CopyWrite {
-    /// The rows of one call: `rows` when streamed, a single run otherwise.
+    /// The rows of one call: `rows` when the runtime's routine copies, a single run otherwise.
     pub fn rows(&self) -> Loop {
         match *self {
             CopyWrite::Stored => SINGLE,
-            CopyWrite::Streamed { rows } => rows,
+            CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows } => rows,
         }
     }
 }

@@ -213,15 +213,17 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
     regions.into_iter().map(|r| choose_writes(r, cx)).collect()
 }
 
-/// Whether a copy of `len` elements streams: at least a cache line, into a large destination.
-fn streams_copy(len: usize, cx: Context) -> bool {
+/// Whether a copy of `len` elements goes to one of the runtime's row routines: at least a
+/// cache line, into a large destination written by them.
+fn copies_by_routine(len: usize, cx: Context) -> bool {
     cx.streams_runs() && !cx.converts && len * cx.elem_size >= cx.target.line_bytes
 }
 
 /// How copies, zips and unzips write, where [`stage_runs`] and [`block_transpose`] have not
-/// decided it: copies of a cache line or more into large destinations stream (the runs of the
-/// copy's innermost loop, unless that is the outer work loop that threads split, as the rows of
-/// one call), and so do zips of long interleaved runs, and unzips whose strips are a cache line
+/// decided it: copies of a cache line or more into large destinations go to the runtime's
+/// streaming routine, or to its routine that asks for lines ahead where large writes are
+/// [`LargeWrites::Prefetched`] (the runs of the copy's innermost loop, unless that is the outer
+/// work loop that threads split, as the rows of one call), and so do zips of long interleaved runs, and unzips whose strips are a cache line
 /// or more, through the staging buffer (an unzip's strips as rows of one call).
 fn choose_writes(mut region: Region, cx: Context) -> Region {
     region.kernel = match region.kernel {
@@ -229,15 +231,19 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
             len,
             index_stride,
             write: CopyWrite::Stored,
-        } if streams_copy(len, cx) => {
+        } if copies_by_routine(len, cx) => {
             let rows = match region.loops.len() {
                 0 | 1 => super::ir::SINGLE,
                 _ => region.loops.pop().unwrap_or(super::ir::SINGLE),
             };
+            let write = match cx.tactics.large_writes {
+                LargeWrites::Prefetched => CopyWrite::Prefetched { rows },
+                _ => CopyWrite::Streamed { rows },
+            };
             Kernel::Copy {
                 len,
                 index_stride,
-                write: CopyWrite::Streamed { rows },
+                write,
             }
         }
         Kernel::Zip {

@@ -16,18 +16,66 @@
 //! On a 2-core AMD EPYC (Zen 4) VM that took NHWC → NCHW16c from 9 to 24 GB/s.
 
 mod rows;
+mod stored;
 mod transpose;
 
 pub(crate) use rows::RowConversion;
 pub(crate) use transpose::{BlockTranspose, TileStores};
 
-/// The symbol under which the JIT module resolves [`stream_rows`].
-pub(crate) const STREAM_ROWS: &str = "relayout_stream_rows";
+/// The runtime's routines of one kind of call per block or run, with the streaming routine's
+/// signature, that every kernel's module declares first, in the order of [`CoreRoutine::ALL`]
+/// (generated code names them by that position).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CoreRoutine {
+    /// Streams rows out ([`stream_rows_routine`]).
+    StreamRows,
+    /// Asks for a later block's source rows ([`prefetch_rows_routine`]).
+    PrefetchRows,
+    /// Copies rows with ordinary stores ([`stored::store_rows_routine`]).
+    StoreRows,
+    /// Copies rows with ordinary stores, asking for lines ahead
+    /// ([`stored::store_rows_ahead_routine`]).
+    StoreRowsAhead,
+}
 
-/// The streaming routine for this host, as the address the JIT module resolves [`STREAM_ROWS`]
-/// to: [`stream_rows`] with 64-byte streaming stores where the CPU has AVX-512F, 32-byte ones
+impl CoreRoutine {
+    /// Every core routine, in the order the JIT module declares them.
+    pub(crate) const ALL: [CoreRoutine; 4] = [
+        CoreRoutine::StreamRows,
+        CoreRoutine::PrefetchRows,
+        CoreRoutine::StoreRows,
+        CoreRoutine::StoreRowsAhead,
+    ];
+
+    /// Its position in [`CoreRoutine::ALL`].
+    pub(crate) fn position(self) -> usize {
+        self as usize
+    }
+
+    /// The symbol under which the JIT module resolves it.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            CoreRoutine::StreamRows => "relayout_stream_rows",
+            CoreRoutine::PrefetchRows => "relayout_prefetch_rows",
+            CoreRoutine::StoreRows => "relayout_store_rows",
+            CoreRoutine::StoreRowsAhead => "relayout_store_rows_ahead",
+        }
+    }
+
+    /// Its address for this host.
+    pub(crate) fn address(self) -> *const u8 {
+        match self {
+            CoreRoutine::StreamRows => stream_rows_routine(),
+            CoreRoutine::PrefetchRows => prefetch_rows_routine(),
+            CoreRoutine::StoreRows => stored::store_rows_routine(),
+            CoreRoutine::StoreRowsAhead => stored::store_rows_ahead_routine(),
+        }
+    }
+}
+
+/// The streaming routine for this host: [`stream_rows`] with 64-byte streaming stores where the CPU has AVX-512F, 32-byte ones
 /// where it has AVX, 16-byte ones otherwise.
-pub(crate) fn stream_rows_routine() -> *const u8 {
+fn stream_rows_routine() -> *const u8 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -435,16 +483,13 @@ wide_streamer!(
     Avx512, "avx512f", 64, __m512i, _mm512_loadu_si512, _mm512_stream_si512
 );
 
-/// The symbol under which the JIT module resolves [`prefetch_rows`].
-pub(crate) const PREFETCH_ROWS: &str = "relayout_prefetch_rows";
-
-/// [`prefetch_rows`]'s address, for the JIT module.
+/// [`prefetch_rows`]'s address.
 ///
 /// A staged transpose calls it once per block, after it has read its own source and before it
 /// writes its stage out, for the next block's source rows: the reads of the next block then
 /// overlap the writes of this one, where otherwise each block would wait for memory on its
 /// reads, then on its writes.
-pub(crate) fn prefetch_rows_routine() -> *const u8 {
+fn prefetch_rows_routine() -> *const u8 {
     prefetch_rows as *const u8
 }
 
@@ -494,81 +539,6 @@ fn lines_of(row: *const u8, len: usize) -> impl Iterator<Item = isize> {
     (-(skew as isize)..len as isize).step_by(LINE_BYTES)
 }
 
-/// The symbol under which the JIT module resolves [`store_rows`].
-pub(crate) const STORE_ROWS: &str = "relayout_store_rows";
-
-/// [`store_rows`]'s address, for the JIT module.
-///
-/// Staged transposes too small to stream ([`Flush::Copied`]) call it once per block to copy
-/// the block's runs out, so that their code moves nothing itself and compiles with the
-/// single-pass register allocator (the 64³ f32 reversal compiled in half the time).
-///
-/// [`Flush::Copied`]: crate::plan::Flush::Copied
-pub(crate) fn store_rows_routine() -> *const u8 {
-    store_rows as *const u8
-}
-
-/// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
-/// (rows `dst_stride` bytes apart) with ordinary stores, which keep the destination in the
-/// cache.
-///
-/// # Safety
-/// For every `r < rows`, the `row_bytes` bytes at `src + r·src_stride` must be readable, those at
-/// `dst + r·dst_stride` writable, and the two must not overlap.
-unsafe extern "C" fn store_rows(
-    src: *const u8,
-    dst: *mut u8,
-    rows: i64,
-    row_bytes: i64,
-    src_stride: i64,
-    dst_stride: i64,
-) {
-    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
-    for r in 0..job.rows as isize {
-        // SAFETY: the caller guarantees row `r` readable at its source, writable at its
-        // destination, and the two apart.
-        unsafe {
-            store_row(
-                job.src.offset(r * job.src_stride),
-                job.dst.offset(r * job.dst_stride),
-                job.row_bytes,
-            )
-        };
-    }
-}
-
-/// Copies `len` bytes from `src` to `dst`: 64 bytes at a time in four 16-byte vectors, the rest
-/// by `memcpy`. The runs of staged blocks are a few hundred bytes, where a `memcpy` call per
-/// run cost more than the copy: on a 2-core Intel Xeon VM (family 6, model 85) the 64³ f32
-/// reversal moved 5.3–5.5 GB/s with a call per run, 6.3–6.9 with vector copies emitted into
-/// the kernel, and 6.5–6.9 with these.
-///
-/// # Safety
-/// `len` bytes readable at `src` and writable at `dst`, the two apart.
-#[inline(always)]
-unsafe fn store_row(src: *const u8, dst: *mut u8, len: usize) {
-    const CHUNK: usize = 64;
-    let whole = len - len % CHUNK;
-    #[cfg(target_arch = "x86_64")]
-    for at in (0..whole).step_by(CHUNK) {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
-        // SAFETY: `at + CHUNK <= len`, inside both rows; the loads and stores are unaligned.
-        unsafe {
-            let (s, d) = (src.add(at).cast::<__m128i>(), dst.add(at).cast::<__m128i>());
-            let v = [0, 1, 2, 3].map(|i| _mm_loadu_si128(s.add(i)));
-            for (i, v) in v.into_iter().enumerate() {
-                _mm_storeu_si128(d.add(i), v);
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let whole = 0;
-    if whole < len {
-        // SAFETY: the bytes from `whole` to `len`, inside both rows.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(whole), dst.add(whole), len - whole) };
-    }
-}
-
 /// Orders this thread's streaming stores before everything that follows (`mfence` on x86-64).
 pub(crate) fn fence() {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -596,38 +566,15 @@ mod tests {
         prefetch_stored_lines::<false, false>(odd.wrapping_sub(100).cast_mut(), 300);
     }
 
-    /// Every row's bytes arrive at their place, whatever their length and stride, and nothing
-    /// between the rows is written.
+    /// Each core routine sits at its position in the order of declaration, under a symbol of
+    /// its own.
     #[test]
-    fn stored_rows_copy_exactly_their_bytes() {
-        let src: Vec<u8> = (0..4096).map(|i| (i * 7 + 3) as u8).collect();
-        for len in [0, 1, 15, 16, 63, 64, 65, 100, 256, 259] {
-            for (src_stride, dst_stride) in [(len as i64, len as i64), (300, 512), (-300, 400)] {
-                let rows = 5;
-                let mut dst = vec![0xa5u8; 4096];
-                let (s0, d0) = (if src_stride < 0 { 2048 } else { 0 }, 8);
-                // SAFETY: five rows of at most 259 bytes, at most 512 bytes apart, start at
-                // 8 or 2048 ± 1200 bytes: all inside both 4096-byte buffers.
-                unsafe {
-                    store_rows(
-                        src.as_ptr().add(s0),
-                        dst.as_mut_ptr().add(d0),
-                        rows,
-                        len as i64,
-                        src_stride,
-                        dst_stride,
-                    )
-                };
-                let mut expected = vec![0xa5u8; 4096];
-                for r in 0..rows {
-                    let s = (s0 as i64 + r * src_stride) as usize;
-                    let d = (d0 as i64 + r * dst_stride) as usize;
-                    expected[d..d + len].copy_from_slice(&src[s..s + len]);
-                }
-                assert!(
-                    dst == expected,
-                    "len {len}, strides {src_stride}, {dst_stride}"
-                );
+    fn core_routines_are_declared_in_order_under_distinct_symbols() {
+        for (i, r) in CoreRoutine::ALL.into_iter().enumerate() {
+            assert_eq!(r.position(), i);
+            for other in &CoreRoutine::ALL[i + 1..] {
+                assert_ne!(r.symbol(), other.symbol());
+                assert_ne!(r.address(), other.address());
             }
         }
     }
