@@ -170,8 +170,8 @@ pub enum LargeWrites {
     /// of its loads and stores. A store into a line that is not in the cache waits for the line
     /// to be read first; asked for ahead, those reads overlap the copy. On a 2-core Intel Xeon
     /// VM (family 6, model 85) a C loop of 16-byte loads and stores copied 64 MiB at 5.3 GB/s,
-    /// and at 6.1–6.3 asking for the lines 2 KiB ahead, where glibc's `memcpy` moved 5.1 and
-    /// streaming stores 4.7; the suite's identity copy went from 1.04 of memcpy (streamed or
+    /// and at 6.1–6.2 asking for the lines 2 KiB ahead, where glibc's `memcpy` moved 5.1 and
+    /// streaming stores 4.6–4.9; the suite's identity copy went from 1.04 of memcpy (streamed or
     /// stored) to 1.15–1.17 this way, XLA's `T(8,128)` tiles from 1.09 (stored, in the
     /// destination's order) to 1.16–1.18.
     Prefetched,
