@@ -6,7 +6,7 @@
 //! [`TileStores::Streamed`]), compiled once instead of into every kernel. Kernels for large
 //! destinations finish a block of the destination in a small staging buffer (or read a
 //! contiguous source run directly) and hand it to
-//! [`stream_rows`], once per block, which writes it out with streaming stores.
+//! [`StreamRows`], once per block, which writes it out with streaming stores.
 //!
 //! The routine runs once per block, and a block can be as small as four rows of one cache line
 //! (NHWC → NCHW16c), so what it spends per row counts: a destination line that takes 7 cycles to
@@ -73,19 +73,19 @@ impl CoreRoutine {
     }
 }
 
-/// The streaming routine for this host: [`stream_rows`] with 64-byte streaming stores where the CPU has AVX-512F, 32-byte ones
+/// The streaming routine for this host: [`StreamRows`] with 64-byte streaming stores where the CPU has AVX-512F, 32-byte ones
 /// where it has AVX, 16-byte ones otherwise.
 fn stream_rows_routine() -> *const u8 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return stream_rows::<Avx512, false, false> as *const u8;
+            return rows_routine::<StreamRows<Avx512, false, false>> as *const u8;
         }
         if std::arch::is_x86_feature_detected!("avx") {
-            return stream_rows::<Avx, false, false> as *const u8;
+            return rows_routine::<StreamRows<Avx, false, false>> as *const u8;
         }
     }
-    stream_rows::<Baseline, false, false> as *const u8
+    rows_routine::<StreamRows<Baseline, false, false>> as *const u8
 }
 
 /// The streaming routine of joined runs ([`TransposeWrite::Joined`]): which ends of its rows
@@ -109,7 +109,7 @@ impl JoinedEnds {
     /// Every joined routine, in the order the JIT module declares them.
     pub(crate) const ALL: [JoinedEnds; 3] = [JoinedEnds::Head, JoinedEnds::Tail, JoinedEnds::Both];
 
-    /// The routine of `join`, if it joins an end (else the plain [`stream_rows`] does).
+    /// The routine of `join`, if it joins an end (else the plain [`StreamRows`] does).
     pub(crate) fn of(join: crate::plan::Join) -> Option<JoinedEnds> {
         use crate::plan::{RunHead, RunTail};
         match (join.head, join.tail) {
@@ -147,14 +147,14 @@ impl JoinedEnds {
     /// The routine with `S`'s streaming stores.
     fn with<S: Streamer>(self) -> RowsRoutine {
         match self {
-            JoinedEnds::Head => stream_rows::<S, true, false>,
-            JoinedEnds::Tail => stream_rows::<S, false, true>,
-            JoinedEnds::Both => stream_rows::<S, true, true>,
+            JoinedEnds::Head => rows_routine::<StreamRows<S, true, false>>,
+            JoinedEnds::Tail => rows_routine::<StreamRows<S, false, true>>,
+            JoinedEnds::Both => rows_routine::<StreamRows<S, true, true>>,
         }
     }
 }
 
-/// The signature of [`stream_rows`] and the routines like it.
+/// The signature of [`StreamRows`] and the routines like it.
 type RowsRoutine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
 
 /// One call's rows: `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart)
@@ -197,11 +197,11 @@ trait Streamer {
     /// CPU has the implementation's features.
     unsafe fn stream(src: *const u8, dst: *mut u8);
 
-    /// Copies every row of `job` as [`stream_rows`] says (through [`copy_rows`], compiled with
+    /// Copies every row of `job` as [`StreamRows`] says (through [`copy_rows`], compiled with
     /// the features [`Streamer::stream`] needs, so that it inlines).
     ///
     /// # Safety
-    /// As [`stream_rows`], for `job`'s rows.
+    /// As [`StreamRows`], for `job`'s rows.
     unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows);
 }
 
@@ -222,7 +222,33 @@ trait Streamer {
 /// row is whole lines long, and the line's worth of bytes past each row is readable in the
 /// source and, up to the end of the line the row ends in, writable in the destination (the
 /// start of the next run along the row).
-unsafe extern "C" fn stream_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
+struct StreamRows<S, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(std::marker::PhantomData<S>);
+
+impl<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool> RowsJob
+    for StreamRows<S, HEAD_JOINED, TAIL_JOINED>
+{
+    unsafe fn run(job: Rows) {
+        // SAFETY: forwarded from the caller.
+        unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED>(job) }
+    }
+}
+
+/// What a routine of the streaming routine's signature ([`RowsRoutine`]) does with one call's
+/// rows.
+trait RowsJob {
+    /// Does it.
+    ///
+    /// # Safety
+    /// As the implementation says.
+    unsafe fn run(job: Rows);
+}
+
+/// The routine of `J`: its six arguments (the pointers, the rows, the row length and the two
+/// strides) as one [`Rows`] job.
+///
+/// # Safety
+/// As `J`'s.
+unsafe extern "C" fn rows_routine<J: RowsJob>(
     src: *const u8,
     dst: *mut u8,
     rows: i64,
@@ -232,7 +258,7 @@ unsafe extern "C" fn stream_rows<S: Streamer, const HEAD_JOINED: bool, const TAI
 ) {
     let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
     // SAFETY: forwarded from the caller.
-    unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED>(job) }
+    unsafe { J::run(job) }
 }
 
 /// Bytes of a cache line: this routine streams whole lines only.
@@ -256,7 +282,7 @@ pub(crate) const CHUNK_BYTES: usize = 256;
 /// ([`prefetch_stored_lines`]).
 ///
 /// # Safety
-/// As [`stream_rows`]; `S`'s features must be enabled where this is inlined.
+/// As [`StreamRows`]; `S`'s features must be enabled where this is inlined.
 #[inline(always)]
 unsafe fn copy_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
     if job.row_bytes == 0 {
@@ -374,7 +400,7 @@ fn prefetch_stored_lines<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
 /// rest of it: on a 2-core AMD EPYC (Zen 4) VM, with 16-byte streaming stores up to those
 /// lines, a destination 16 bytes past a line took NHWC → NCHW16c from 23 to 10 GB/s and odd/even
 /// strips (4 KiB staged runs) from 17 to 11. A joined head is left alone; a joined tail's line
-/// is streamed whole, from the source bytes past the row ([`stream_rows`]).
+/// is streamed whole, from the source bytes past the row ([`StreamRows`]).
 ///
 /// # Safety
 /// `len` bytes at `src` readable, at `dst` writable, not overlapping; `S`'s features; with
@@ -674,14 +700,14 @@ mod tests {
 
     /// `check` on the baseline routine, on those of the CPU's features, and on the host's.
     fn for_each_routine(check: impl Fn(RowsRoutine)) {
-        check(stream_rows::<Baseline, false, false>);
+        check(rows_routine::<StreamRows<Baseline, false, false>>);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
-            check(stream_rows::<Avx, false, false>);
+            check(rows_routine::<StreamRows<Avx, false, false>>);
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
-            check(stream_rows::<Avx512, false, false>);
+            check(rows_routine::<StreamRows<Avx512, false, false>>);
         }
         // SAFETY: the host's routine is a function of this signature (what the JIT calls).
         check(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(stream_rows_routine()) });

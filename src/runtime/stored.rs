@@ -3,7 +3,7 @@
 //! lines they are about to read and write a little ahead of their loads and stores
 //! ([`store_rows_ahead_routine`]).
 
-use super::Rows;
+use super::{rows_routine, Rows, RowsJob};
 
 /// The routine that copies rows with ordinary stores.
 ///
@@ -13,7 +13,7 @@ use super::Rows;
 ///
 /// [`Flush::Copied`]: crate::plan::Flush::Copied
 pub(crate) fn store_rows_routine() -> *const u8 {
-    store_rows::<false> as *const u8
+    rows_routine::<StoreRows<false>> as *const u8
 }
 
 /// The routine that copies rows with ordinary stores and asks for the lines of source and
@@ -23,7 +23,7 @@ pub(crate) fn store_rows_routine() -> *const u8 {
 ///
 /// [`LargeWrites::Prefetched`]: crate::plan::LargeWrites::Prefetched
 pub(crate) fn store_rows_ahead_routine() -> *const u8 {
-    store_rows::<true> as *const u8
+    rows_routine::<StoreRows<true>> as *const u8
 }
 
 /// How far ahead of its stores, in bytes of the rows it copies, [`store_rows_ahead_routine`]
@@ -42,34 +42,30 @@ const AHEAD_BYTES: usize = 2048;
 /// # Safety
 /// For every `r < rows`, the `row_bytes` bytes at `src + r·src_stride` must be readable, those at
 /// `dst + r·dst_stride` writable, and the two must not overlap.
-unsafe extern "C" fn store_rows<const AHEAD: bool>(
-    src: *const u8,
-    dst: *mut u8,
-    rows: i64,
-    row_bytes: i64,
-    src_stride: i64,
-    dst_stride: i64,
-) {
-    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
-    if job.row_bytes == 0 {
-        return;
-    }
-    let mut ahead = Ahead::new(&job);
-    for r in 0..job.rows as isize {
-        // SAFETY: the caller guarantees row `r` readable at its source, writable at its
-        // destination, and the two apart.
-        unsafe {
-            store_row(
-                job.src.offset(r * job.src_stride),
-                job.dst.offset(r * job.dst_stride),
-                job.row_bytes,
-                |bytes| {
-                    if AHEAD {
-                        ahead.ask_and_pass(bytes)
-                    }
-                },
-            )
-        };
+struct StoreRows<const AHEAD: bool>;
+
+impl<const AHEAD: bool> RowsJob for StoreRows<AHEAD> {
+    unsafe fn run(job: Rows) {
+        if job.row_bytes == 0 {
+            return;
+        }
+        let mut ahead = Ahead::new(&job);
+        for r in 0..job.rows as isize {
+            // SAFETY: the caller guarantees row `r` readable at its source, writable at its
+            // destination, and the two apart.
+            unsafe {
+                store_row(
+                    job.src.offset(r * job.src_stride),
+                    job.dst.offset(r * job.dst_stride),
+                    job.row_bytes,
+                    |bytes| {
+                        if AHEAD {
+                            ahead.ask_and_pass(bytes)
+                        }
+                    },
+                )
+            };
+        }
     }
 }
 
@@ -203,9 +199,9 @@ mod tests {
                     let mut dst = vec![0xa5u8; 4096];
                     let (s0, d0) = (if src_stride < 0 { 2048 } else { 0 }, 8);
                     let routine = if ahead {
-                        store_rows::<true>
+                        rows_routine::<StoreRows<true>>
                     } else {
-                        store_rows::<false>
+                        rows_routine::<StoreRows<false>>
                     };
                     // SAFETY: five rows of at most 259 bytes, at most 512 bytes apart, start
                     // at 8 or 2048 ± 1200 bytes: all inside both 4096-byte buffers.
