@@ -73,8 +73,8 @@ impl CoreRoutine {
     }
 }
 
-/// The streaming routine for this host: [`StreamRows`] with 64-byte streaming stores where the CPU has AVX-512F, 32-byte ones
-/// where it has AVX, 16-byte ones otherwise.
+/// The streaming routine for this host: [`StreamRows`] with 64-byte streaming stores where the
+/// CPU has AVX-512F, 32-byte ones where it has AVX, 16-byte ones otherwise.
 fn stream_rows_routine() -> *const u8 {
     #[cfg(target_arch = "x86_64")]
     {
