@@ -975,6 +975,84 @@ fn large_copies_are_tuned_between_streaming_ordinary_and_prefetched_stores() {
 }
 
 #[test]
+fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
+    use common::guard::Pin;
+    use relayout::plan::{Kernel, LargeWrites, Plan, Tactics, TransposeWrite};
+    use relayout::Target;
+    // A target that streams from the first byte and takes the runtime's tiles for every
+    // transpose plans large destinations at test sizes. With prefetched large writes,
+    // transposes of 4- and 8-byte elements store their tiles in place asking for lines ahead
+    // (the blocking fitted to stores that do not stream), 1- and 2-byte ones in place; zips
+    // store in place, as ordinary stores have them.
+    let eager = Target {
+        stream_min_bytes: 0,
+        emitted_tiles_max_bytes: 0,
+        ..Target::host()
+    };
+    let prefetched = Tactics {
+        large_writes: LargeWrites::Prefetched,
+        ..Tactics::default()
+    };
+    let stored = Tactics {
+        large_writes: LargeWrites::Stored,
+        ..Tactics::default()
+    };
+    let transposes = |plan: &Plan| -> Vec<TransposeWrite> {
+        let writes = plan.regions().iter().filter_map(|r| match r.kernel {
+            Kernel::Transpose { write, .. } => Some(write),
+            _ => None,
+        });
+        writes.collect()
+    };
+    // NCHW -> NCHW16c (16 rows of 64 bytes a block), a 2-D transpose with edges on both sides,
+    // and NHWC -> NCHW with 6 channels (no whole 8 x 8 tile).
+    let pairs = [
+        (
+            "tvm:[2,32,5,7] lambda n,c,h,w: [n, c, h, w]",
+            "tvm:[2,32,5,7] lambda n,c,h,w: [n, c//16, h, w, c%16]",
+        ),
+        ("cute:(37,45):(45,1)", "cute:(37,45):(1,37)"),
+        ("cute:(3,50,6):(300,6,1)", "cute:(3,50,6):(300,1,50)"),
+    ];
+    for (src, dst) in pairs {
+        let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
+        for elem_size in [1, 2, 4, 8] {
+            let plan = Plan::with_tactics(&src, &dst, elem_size, prefetched, eager).unwrap();
+            let writes = transposes(&plan);
+            let asks = |w: &TransposeWrite| *w == TransposeWrite::Prefetched;
+            match elem_size {
+                4 | 8 => assert!(!writes.is_empty() && writes.iter().all(asks), "{plan}"),
+                _ => assert!(!writes.iter().any(asks), "{plan}"),
+            }
+            // The same plan as ordinary stores but for the asking.
+            let plain = Plan::with_tactics(&src, &dst, elem_size, stored, eager).unwrap();
+            let unasked = transposes(&plain);
+            assert_eq!(writes.len(), unasked.len(), "{plan}{plain}");
+            assert!(
+                unasked.iter().all(|w| *w == TransposeWrite::InPlace),
+                "{plain}"
+            );
+            common::check_plan_moves_of(&plan, &src, &dst);
+        }
+        let pin = Some(Pin {
+            tactics: prefetched,
+            target: eager,
+        });
+        common::check_pair_pinned::<u8>(&src, &dst, None, pin);
+        common::check_pair_pinned::<u16>(&src, &dst, None, pin);
+        common::check_pair_pinned::<u32>(&src, &dst, None, pin);
+        common::check_pair_pinned::<u64>(&src, &dst, None, pin);
+    }
+    // Odd/even strips: a zip, stored in place with prefetched large writes.
+    let src = Layout::parse("morello:[4096] [0]").unwrap();
+    let dst = Layout::parse("morello:[4096] [0, 0 oe(16)]").unwrap();
+    let plan = Plan::with_tactics(&src, &dst, 4, prefetched, eager).unwrap();
+    let plain = Plan::with_tactics(&src, &dst, 4, stored, eager).unwrap();
+    assert!(!plan.streams(), "{plan}");
+    assert_eq!(plan, plain);
+}
+
+#[test]
 fn channels_past_the_lanes_finish_their_blocks_with_edge_tiles() {
     // NHWC <-> NCHW with more channels than lanes and not a whole number of tiles, large
     // enough that every element size takes the runtime's block transpose (past the emitted

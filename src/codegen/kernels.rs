@@ -93,6 +93,10 @@ impl Emitter<'_> {
             } => self.transpose_block(tile, TileStores::Streamed, s, d),
             Kernel::Transpose {
                 tile,
+                write: TransposeWrite::Prefetched,
+            } => self.transpose_block(tile, TileStores::Ahead, s, d),
+            Kernel::Transpose {
+                tile,
                 write: TransposeWrite::Staged(flush),
             } => self.staged_transpose(tile, flush, prefetch_step, s, d),
             Kernel::Transpose {

@@ -60,7 +60,8 @@ impl Emitter<'_> {
             // stores); were one left, it is stored in place.
             Kernel::Transpose {
                 tile,
-                write: TransposeWrite::InPlace | TransposeWrite::Streamed,
+                write:
+                    TransposeWrite::InPlace | TransposeWrite::Streamed | TransposeWrite::Prefetched,
             } => self.nibble_transpose(tile, s, d),
             Kernel::Transpose {
                 tile,

@@ -215,6 +215,7 @@ impl Nest<'_, '_> {
                 };
                 let stores = match write {
                     TransposeWrite::Streamed => ", streaming whole lines",
+                    TransposeWrite::Prefetched => ", lines asked for ahead",
                     TransposeWrite::InPlace
                     | TransposeWrite::Staged(_)
                     | TransposeWrite::Joined(_) => "",

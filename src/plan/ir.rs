@@ -168,6 +168,14 @@ pub enum Walk {
 pub enum TransposeWrite {
     /// Each register tile straight to its place in the destination.
     InPlace,
+    /// As [`TransposeWrite::InPlace`], each destination row a tile stores asking for the line 2
+    /// KiB further along that row to be read for writing, so that the lines the next blocks
+    /// store into are on their way when those blocks come (by the runtime's block transpose,
+    /// for 4- and 8-byte elements that move as they are, where the CPU has AVX; elsewhere, and
+    /// for the elements past the whole tiles, stored as [`TransposeWrite::InPlace`] stores
+    /// them). Large writes [`Prefetched`](crate::plan::LargeWrites::Prefetched) write the
+    /// in-place blocks of large destinations this way.
+    Prefetched,
     /// Each register tile straight to its place in the destination with streaming stores, a
     /// whole cache line of each destination row at a time (tiles 64 bytes wide along `b`, of
     /// 4- and 8-byte elements, where the CPU has AVX; elsewhere, and for the elements past the

@@ -70,9 +70,16 @@ impl Context {
         self.large() && self.tactics.large_writes.streams()
     }
 
-    /// Whether register tiles can stream straight to the destination
-    /// ([`TransposeWrite::Streamed`]): 4- and 8-byte elements that move as they are.
-    fn streams_tiles(&self) -> bool {
+    /// Whether copies and transposes stored in place ask for their lines ahead
+    /// ([`LargeWrites::Prefetched`]).
+    fn asks_ahead(&self) -> bool {
+        self.large() && self.tactics.large_writes == LargeWrites::Prefetched
+    }
+
+    /// Whether register tiles can be the runtime's 32-byte ones, which stream straight to the
+    /// destination ([`TransposeWrite::Streamed`]) or ask for its lines ahead
+    /// ([`TransposeWrite::Prefetched`]): 4- and 8-byte elements that move as they are.
+    fn wide_tiles(&self) -> bool {
         !self.converts && matches!(self.elem_size, 4 | 8)
     }
 
@@ -216,7 +223,9 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
 /// Whether a copy of `len` elements goes to one of the runtime's row routines: at least a
 /// cache line, into a large destination written by them.
 fn copies_by_routine(len: usize, cx: Context) -> bool {
-    cx.streams_runs() && !cx.converts && len * cx.elem_size >= cx.target.line_bytes
+    (cx.streams_runs() || cx.asks_ahead())
+        && !cx.converts
+        && len * cx.elem_size >= cx.target.line_bytes
 }
 
 /// How copies, zips and unzips write, where [`stage_runs`] and [`block_transpose`] have not
@@ -500,9 +509,8 @@ fn block_transpose(
         let write = match blocking.write {
             BlockWrite::Streamed if cx.large() && fits => TransposeWrite::Staged(Flush::Streamed),
             BlockWrite::Staged if fits => TransposeWrite::Staged(Flush::Copied),
-            BlockWrite::StreamedTiles if cx.large() && cx.streams_tiles() => {
-                TransposeWrite::Streamed
-            }
+            BlockWrite::StreamedTiles if cx.large() && cx.wide_tiles() => TransposeWrite::Streamed,
+            _ if cx.asks_ahead() && cx.wide_tiles() => TransposeWrite::Prefetched,
             _ => TransposeWrite::InPlace,
         };
         Kernel::Transpose {

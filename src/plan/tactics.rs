@@ -165,23 +165,30 @@ pub enum LargeWrites {
     StreamedInPieces,
     /// Ordinary stores.
     Stored,
-    /// As [`LargeWrites::Streamed`], except for copies of a cache line or more: ordinary stores
-    /// by the runtime's routine, which asks for the lines of source and destination 2 KiB ahead
-    /// of its loads and stores. A store into a line that is not in the cache waits for the line
-    /// to be read first; asked for ahead, those reads overlap the copy. On a 2-core Intel Xeon
-    /// VM (family 6, model 85) a C loop of 16-byte loads and stores copied 64 MiB at 5.3 GB/s,
-    /// and at 6.1–6.2 asking for the lines 2 KiB ahead, where glibc's `memcpy` moved 5.1 and
-    /// streaming stores 4.6–4.9; the suite's identity copy went from 1.04 of memcpy (streamed or
-    /// stored) to 1.15–1.17 this way, XLA's `T(8,128)` tiles from 1.09 (stored, in the
-    /// destination's order) to 1.16–1.18.
+    /// Ordinary stores, as [`LargeWrites::Stored`], that ask for the lines they are about to
+    /// write 2 KiB ahead where the runtime writes them: copies of a cache line or more go to
+    /// the runtime's routine that asks for the lines of source and destination ahead of its
+    /// loads and stores, and transposes whose blocking stores register tiles in place (the
+    /// fitted one of destinations that do not stream) store them by the runtime's block
+    /// transpose that asks, each destination row it stores, for the line 2 KiB further along
+    /// that row ([`TransposeWrite::Prefetched`]). A store into a line that is not in the cache
+    /// waits for the line to be read first; asked for ahead, those reads overlap the stores.
+    /// On a 2-core Intel Xeon VM (family 6, model 85) a C loop of 16-byte loads and stores
+    /// copied 64 MiB at 5.3 GB/s, and at 6.1–6.2 asking for the lines 2 KiB ahead, where glibc's
+    /// `memcpy` moved 5.1 and streaming stores 4.6–4.9; the suite's identity copy went from 1.04
+    /// of memcpy (streamed or stored) to 1.15–1.17 this way, XLA's `T(8,128)` tiles from 1.09
+    /// (stored, in the destination's order) to 1.16–1.18, NCHW → NCHW16c from 1.03 (stored)
+    /// to 1.14–1.16. Zips and unzips store as [`LargeWrites::Stored`] has them (Cranelift
+    /// has no prefetch to emit into their code).
+    ///
+    /// [`TransposeWrite::Prefetched`]: crate::plan::TransposeWrite::Prefetched
     Prefetched,
 }
 
 impl LargeWrites {
-    /// Whether large destinations are written with streaming stores (by every kernel but the
-    /// copies, for [`LargeWrites::Prefetched`]).
+    /// Whether large destinations are written with streaming stores.
     pub fn streams(self) -> bool {
-        self != LargeWrites::Stored
+        matches!(self, LargeWrites::Streamed | LargeWrites::StreamedInPieces)
     }
 }
 
@@ -632,8 +639,10 @@ impl Tiling {
 
 impl Tactics {
     /// The tactics worth measuring against each other, ranked: tuning measures them in this
-    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then the
-    /// default with staged zips and unzips that read one stream of source read in pieces side
+    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then
+    /// ordinary stores that ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and
+    /// in-place transposes on a 2-core Intel Xeon VM, family 6, model 85, 1.15–1.17 of memcpy
+    /// where the others reached 1.03–1.09); then the default with staged zips and unzips that read one stream of source read in pieces side
     /// by side ([`LargeWrites::StreamedInPieces`]; it plans what the default plans for every
     /// other kernel, so it costs no measurement there); then 128-byte runs streamed along the
     /// source rows in 8 KiB blocks ([`Blocking::STREAMED_128`]), which beat it on the large f32
@@ -660,7 +669,9 @@ impl Tactics {
     /// the last-level cache, on a 2-core Intel Xeon VM (family 6, model 167) NHWC → NCHW16c
     /// of 24.5 MiB ran at 13.9 GB/s that way against 10.2–11.0 in the other orders with
     /// ordinary stores and 10.9 streamed, where the source and destination stayed in its
-    /// cache from one run to the next (`relayout bench`, one run each).
+    /// cache from one run to the next (`relayout bench`, one run each); and the prefetched
+    /// stores in the destination's order (XLA's `T(8,128)` f32 tiles at 1.16–1.19 of memcpy on
+    /// the model-85 Xeon, against 1.11 in the source's order).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
     pub const CANDIDATES: [Tactics; 25] = [

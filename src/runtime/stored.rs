@@ -3,6 +3,7 @@
 //! lines they are about to read and write a little ahead of their loads and stores
 //! ([`store_rows_ahead_routine`]).
 
+use super::hints::{ask_to_read, ask_to_write, AHEAD_BYTES};
 use super::{rows_routine, Rows, RowsJob};
 
 /// The routine that copies rows with ordinary stores.
@@ -25,15 +26,6 @@ pub(crate) fn store_rows_routine() -> *const u8 {
 pub(crate) fn store_rows_ahead_routine() -> *const u8 {
     rows_routine::<StoreRows<true>> as *const u8
 }
-
-/// How far ahead of its stores, in bytes of the rows it copies, [`store_rows_ahead_routine`]
-/// asks for lines. A store into a line that is not in the cache waits for the line to be read
-/// first; asked for this far ahead, those reads overlap the copy. On a 2-core Intel Xeon VM
-/// (family 6, model 85), a C loop of 16-byte loads and stores copied 64 MiB at 5.3 GB/s
-/// (glibc's `memcpy` 5.1, streaming stores 4.6–4.9), at 5.8–6.1 asking for the destination's
-/// lines 256 bytes to 4 KiB ahead (2 KiB best), and at 6.1–6.3 asking 2–4 KiB ahead for the
-/// source's too.
-const AHEAD_BYTES: usize = 2048;
 
 /// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
 /// (rows `dst_stride` bytes apart) with ordinary stores, which keep the destination in the
@@ -153,34 +145,6 @@ impl<'a> Ahead<'a> {
             self.row += 1;
         }
     }
-}
-
-/// Asks for the line at `at` to be read into the cache (`prefetcht0`).
-#[inline(always)]
-fn ask_to_read(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint: it accesses no memory architecturally and does not
-        // fault on any address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Asks for the line at `at` to be read into the cache to be written (`prefetchw` where the
-/// CPU has it, `prefetcht0` otherwise).
-#[inline(always)]
-fn ask_to_write(at: *mut u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-        // SAFETY: as `ask_to_read`.
-        unsafe { _mm_prefetch::<_MM_HINT_ET0>(at.cast_const().cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
 }
 
 #[cfg(test)]
