@@ -639,14 +639,17 @@ impl Tiling {
 
 impl Tactics {
     /// The tactics worth measuring against each other, ranked: tuning measures them in this
-    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then
-    /// ordinary stores that ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and
-    /// in-place transposes on a 2-core Intel Xeon VM, family 6, model 85, 1.15–1.17 of memcpy
-    /// where the others reached 1.03–1.09); then the default with staged zips and unzips that read one stream of source read in pieces side
+    /// order as far as its budget goes ([`Options::tune_budget`]). First the default; then the
+    /// default with staged zips and unzips that read one stream of source read in pieces side
     /// by side ([`LargeWrites::StreamedInPieces`]; it plans what the default plans for every
     /// other kernel, so it costs no measurement there); then 128-byte runs streamed along the
     /// source rows in 8 KiB blocks ([`Blocking::STREAMED_128`]), which beat it on the large f32
     /// transposes of long source rows on a 2-core Intel Xeon VM (family 6, model 167); then
+    /// ordinary stores that ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and
+    /// in-place transposes on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of
+    /// memcpy where the others reached 1.03–1.09; ranked after the 128-byte runs, so that the
+    /// budget of the largest transposes, a few runs, still reaches those: ranked before them,
+    /// it took 8192² f32 from 0.72 of memcpy to 0.52–0.58, tuned); then
     /// staged blocks streamed out in the two orders that most often beat it on a 2-core AMD
     /// EPYC (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
     /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then register tiles
@@ -676,9 +679,9 @@ impl Tactics {
     /// [`Options::tune_budget`]: crate::Options::tune_budget
     pub const CANDIDATES: [Tactics; 25] = [
         Tactics::fitted(LargeWrites::Streamed),
-        Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fitted(LargeWrites::StreamedInPieces),
         Tactics::fixed(Blocking::STREAMED_128),
+        Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fixed(Blocking::STREAMED_TILES),
