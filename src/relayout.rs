@@ -13,7 +13,7 @@ use crate::layout::Layout;
 use crate::packing;
 use crate::plan::{BlockWrite, Blocking, LineOffsets, Packed, Plan, Tactics, Tiling, Walk};
 use crate::target::Target;
-use crate::tune::Tuner;
+use crate::tune::{Margin, Tuner};
 
 /// Destinations from this many bytes are tuned ([`Options::tune`]) even where they do not stream:
 /// they outgrow the L2 cache, and how they are best blocked and ordered depends on the
@@ -551,9 +551,14 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
     let kernels = if alternatives.is_empty() {
         Kernels::One(Arc::new(first))
     } else {
+        let margin = Margin::for_bytes(
+            first.plan.src_bytes(),
+            dst_bytes,
+            options.target.stream_min_bytes,
+        );
         let candidates = std::iter::once(first).chain(alternatives).collect();
         Kernels::Tuned(
-            Arc::new(Tuner::new(candidates, options.tune_budget)),
+            Arc::new(Tuner::new(candidates, options.tune_budget, margin)),
             Arc::new(key),
         )
     };

@@ -32,12 +32,50 @@ use std::time::Duration;
 use crate::engine::Candidate;
 
 /// How much faster than the default (the first candidate, the planner's model) another
-/// candidate's fastest trial must be for tuning to choose it: below 9/10 of the default's.
-/// Runs back to back find the caches as the run before left them, which is not how a relayout runs between other work: on a
-/// 2-core AMD EPYC (Zen 4) VM, NHWC → NCHW of 24.5 MiB measured 512-byte runs along the source
-/// rows 9% faster than the default back to back, where between memcpy runs they moved half as
-/// much; the trials of one candidate also spread by 10–30% there.
-const SWITCH_BELOW: (u128, u128) = (9, 10);
+/// candidate's fastest trial must be for tuning to choose it, as a fraction of the default's
+/// time (numerator, denominator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Margin {
+    /// Below 9/10, for tensors that may stay in the last-level cache from one run to the next.
+    /// Runs back to back find the caches as the run before left them, which is not how a
+    /// relayout runs between other work: on a 2-core AMD EPYC (Zen 4) VM, NHWC → NCHW of 24.5
+    /// MiB measured 512-byte runs along the source rows 9% faster than the default back to
+    /// back, where between memcpy runs they moved half as much; the trials of one candidate
+    /// also spread by 10–30% there.
+    InCache,
+    /// Below 19/20, for source and destination of together at least twice the last-level
+    /// cache ([`Margin::for_bytes`]), which each run reads and writes from memory whatever ran
+    /// before it. On a 2-core Intel Xeon VM (family 6, model 85), the identity copy of 64 MiB
+    /// asking for lines ahead ran 8% faster than the default streamed one, back to back and
+    /// between memcpy runs alike (`relayout bench copy_f32 --candidates`, 1.17 of memcpy
+    /// against 1.08), and tuning chose it in some runs and not in others under the other
+    /// margin.
+    BeyondCache,
+}
+
+impl Margin {
+    /// The margin for a relayout that reads `src_bytes` and writes `dst_bytes` on a target
+    /// that streams from `stream_min_bytes` of destination, a quarter of its last-level cache
+    /// where that is known ([`Target::stream_min_bytes_for`]): beyond the cache from eight
+    /// times that.
+    ///
+    /// [`Target::stream_min_bytes_for`]: crate::Target::stream_min_bytes_for
+    pub(crate) fn for_bytes(src_bytes: usize, dst_bytes: usize, stream_min_bytes: usize) -> Margin {
+        if src_bytes.saturating_add(dst_bytes) >= stream_min_bytes.saturating_mul(8) {
+            Margin::BeyondCache
+        } else {
+            Margin::InCache
+        }
+    }
+
+    /// The fraction of the default's time to beat: (numerator, denominator).
+    fn below(self) -> (u128, u128) {
+        match self {
+            Margin::InCache => (9, 10),
+            Margin::BeyondCache => (19, 20),
+        }
+    }
+}
 /// Timed runs (trials) of each measured candidate at most. A candidate that stores into the
 /// cache, timed after one that streamed past it, takes a few runs to find its destination
 /// there: on a 2-core Intel Xeon VM (family 6, model 167), NCHW → NCHW16c of 24.5 MiB with
@@ -73,6 +111,8 @@ const LONG_RUN: Duration = Duration::from_millis(20);
 pub(crate) struct Trials {
     times: Vec<Vec<Duration>>,
     budget: Duration,
+    /// How clearly another candidate must beat the default.
+    margin: Margin,
     /// Timed runs of each measured candidate.
     trials: usize,
     /// Whether each candidate's first run is untimed (runs shorter than [`LONG_RUN`]).
@@ -85,12 +125,14 @@ pub(crate) struct Trials {
 
 impl Trials {
     /// Trials of `candidates` candidates whose runs may take about `budget` in all (two
-    /// candidates are always measured). Until the budget is fitted ([`FITTED_ON_RUN`]), every
-    /// candidate is to have a warm-up run and the most trials.
-    pub(crate) fn new(candidates: usize, budget: Duration) -> Trials {
+    /// candidates are always measured), choosing another than the default where it wins by
+    /// `margin`. Until the budget is fitted ([`FITTED_ON_RUN`]), every candidate is to have a
+    /// warm-up run and the most trials.
+    pub(crate) fn new(candidates: usize, budget: Duration, margin: Margin) -> Trials {
         Trials {
             times: vec![Vec::new(); candidates],
             budget,
+            margin,
             trials: MOST_TRIALS,
             warm_up: true,
             fitted_on: None,
@@ -107,7 +149,7 @@ impl Trials {
 
     /// Records a run of candidate `i`; once every measured candidate has its runs, returns the
     /// one with the fastest single trial (its runs but an untimed first), the earliest on a tie,
-    /// if it beats the default's fastest trial by a clear margin ([`SWITCH_BELOW`]), else the
+    /// if it beats the default's fastest trial by its [`Margin`], else the
     /// default.
     pub(crate) fn record(&mut self, i: usize, took: Duration) -> Option<usize> {
         self.times.get_mut(i)?.push(took);
@@ -130,7 +172,7 @@ impl Trials {
             counted.iter().min().copied().unwrap_or(Duration::MAX)
         };
         let best = (0..self.measured).min_by_key(|&i| fastest(i))?;
-        let (num, den) = SWITCH_BELOW;
+        let (num, den) = self.margin.below();
         let clear = fastest(best).as_nanos() * den < fastest(0).as_nanos() * num;
         Some(if clear { best } else { 0 })
     }
@@ -185,10 +227,11 @@ pub(crate) struct Tuner {
 
 impl Tuner {
     /// A tuner over `candidates` (at least two, distinct plans, ranked: the first is used until
-    /// a choice is made) whose runs may take about `budget` in all.
-    pub(crate) fn new(candidates: Vec<Candidate>, budget: Duration) -> Tuner {
+    /// a choice is made) whose runs may take about `budget` in all, choosing another than the
+    /// first where it wins by `margin`.
+    pub(crate) fn new(candidates: Vec<Candidate>, budget: Duration, margin: Margin) -> Tuner {
         Tuner {
-            trials: Mutex::new(Trials::new(candidates.len(), budget)),
+            trials: Mutex::new(Trials::new(candidates.len(), budget, margin)),
             candidates,
             chosen: OnceLock::new(),
         }
@@ -251,7 +294,7 @@ mod tests {
         budget: Duration,
         times: &[[u64; N]],
     ) -> (Vec<usize>, Option<usize>) {
-        let mut trials = Trials::new(times.len(), budget);
+        let mut trials = Trials::new(times.len(), budget, Margin::InCache);
         let (mut order, mut runs, mut choice) = (Vec::new(), vec![0; times.len()], None);
         while let Some(i) = trials.next() {
             order.push(i);
@@ -295,9 +338,46 @@ mod tests {
         }
     }
 
+    /// Beyond the cache, a candidate a twentieth faster than the default is chosen; in it, a
+    /// tenth is needed. Which margin applies follows the bytes moved against the streaming
+    /// threshold (a quarter of the cache).
+    #[test]
+    fn tensors_beyond_the_cache_switch_on_a_smaller_margin() {
+        let choose = |margin: Margin, other: u64| {
+            let mut trials = Trials::new(2, AMPLE, margin);
+            let mut choice = None;
+            while let Some(i) = trials.next() {
+                choice = trials.record(i, ms([100, other][i]));
+            }
+            choice
+        };
+        assert_eq!(choose(Margin::InCache, 93), Some(0));
+        assert_eq!(choose(Margin::InCache, 89), Some(1));
+        assert_eq!(choose(Margin::BeyondCache, 96), Some(0));
+        assert_eq!(choose(Margin::BeyondCache, 93), Some(1));
+        let mib = 1 << 20;
+        assert_eq!(
+            Margin::for_bytes(64 * mib, 64 * mib, 9 * mib),
+            Margin::BeyondCache
+        );
+        assert_eq!(
+            Margin::for_bytes(36 * mib, 36 * mib, 9 * mib),
+            Margin::BeyondCache
+        );
+        assert_eq!(
+            Margin::for_bytes(36 * mib, 36 * mib - 1, 9 * mib),
+            Margin::InCache
+        );
+        assert_eq!(
+            Margin::for_bytes(25 * mib, 25 * mib, 8 * mib),
+            Margin::InCache
+        );
+        assert_eq!(Margin::for_bytes(mib, mib, usize::MAX), Margin::InCache);
+    }
+
     #[test]
     fn a_choice_comes_only_once_every_candidate_has_its_runs() {
-        let mut trials = Trials::new(2, AMPLE);
+        let mut trials = Trials::new(2, AMPLE, Margin::InCache);
         for _ in 0..RUNS {
             assert_eq!(trials.record(0, ms(1)), None);
         }
