@@ -15,43 +15,35 @@
 /// [`TileStores::Ahead`]: super::TileStores::Ahead
 pub(super) const AHEAD_BYTES: usize = 2048;
 
-/// Asks for the line at `at` to be read into the cache (`prefetcht0`).
+/// What a prefetch hint asks the CPU to do with a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ask {
+    /// Read it into the cache (`prefetcht0`).
+    Read,
+    /// Read it into the L2 cache, not the L1 (`prefetcht1`).
+    ReadIntoL2,
+    /// Read it into the cache to be written (`prefetchw` where the CPU has it, `prefetcht0`
+    /// otherwise).
+    Write,
+}
+
+/// Asks for the line at `at` as `what` says (inlined with a constant `what`, one instruction).
 #[inline(always)]
-pub(super) fn ask_to_read(at: *const u8) {
+pub(super) fn ask(what: Ask, at: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0, _MM_HINT_T0, _MM_HINT_T1};
+        let at = at.cast::<i8>();
         // SAFETY: a prefetch is a hint: it accesses no memory architecturally and does not
         // fault on any address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
+        unsafe {
+            match what {
+                Ask::Read => _mm_prefetch::<_MM_HINT_T0>(at),
+                Ask::ReadIntoL2 => _mm_prefetch::<_MM_HINT_T1>(at),
+                Ask::Write => _mm_prefetch::<_MM_HINT_ET0>(at),
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Asks for the line at `at` to be read into the L2 cache, not the L1 (`prefetcht1`).
-#[inline(always)]
-pub(super) fn ask_to_read_into_l2(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-        // SAFETY: as `ask_to_read`.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(at.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
-/// Asks for the line at `at` to be read into the cache to be written (`prefetchw` where the
-/// CPU has it, `prefetcht0` otherwise).
-#[inline(always)]
-pub(super) fn ask_to_write(at: *mut u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-        // SAFETY: as `ask_to_read`.
-        unsafe { _mm_prefetch::<_MM_HINT_ET0>(at.cast_const().cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
+    let _ = (what, at);
 }

@@ -385,7 +385,7 @@ fn prefetch_stored_lines<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
         (!TAIL_JOINED && body_end < len).then_some(body_end),
     ];
     for at in ends.into_iter().flatten() {
-        hints::ask_to_write(dst.wrapping_add(at));
+        hints::ask(hints::Ask::Write, dst.wrapping_add(at));
     }
 }
 
@@ -535,7 +535,7 @@ extern "C" fn prefetch_rows(
     for r in 0..rows.max(0) as isize {
         let row = src.wrapping_offset(r * src_stride as isize);
         for at in lines_of(row, row_bytes.max(0) as usize) {
-            hints::ask_to_read_into_l2(row.wrapping_offset(at));
+            hints::ask(hints::Ask::ReadIntoL2, row.wrapping_offset(at));
         }
     }
 }

@@ -3,7 +3,7 @@
 //! lines they are about to read and write a little ahead of their loads and stores
 //! ([`store_rows_ahead_routine`]).
 
-use super::hints::{ask_to_read, ask_to_write, AHEAD_BYTES};
+use super::hints::{ask, Ask, AHEAD_BYTES};
 use super::{rows_routine, Rows, RowsJob};
 
 /// The routine that copies rows with ordinary stores.
@@ -134,10 +134,10 @@ impl<'a> Ahead<'a> {
             Some(row_start.wrapping_add(self.at as isize))
         };
         if let Some(offset) = offset(job.src_stride) {
-            ask_to_read(job.src.wrapping_offset(offset));
+            ask(Ask::Read, job.src.wrapping_offset(offset));
         }
         if let Some(offset) = offset(job.dst_stride) {
-            ask_to_write(job.dst.wrapping_offset(offset));
+            ask(Ask::Write, job.dst.wrapping_offset(offset));
         }
         self.at += bytes;
         while self.at >= job.row_bytes {

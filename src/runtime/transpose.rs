@@ -41,7 +41,7 @@
 
 use std::ops::Range;
 
-use super::hints::{ask_to_write, AHEAD_BYTES};
+use super::hints::{ask, Ask, AHEAD_BYTES};
 
 /// A routine that transposes a block into the destination or a staging buffer (the stage): its
 /// element size, whether it visits the tiles across the source rows (each step along them
@@ -589,7 +589,7 @@ impl TileAt {
         }
         let p = self.dst.wrapping_offset(k * self.dst_stride);
         if ASK_AHEAD {
-            ask_to_write(p.wrapping_add(AHEAD_BYTES));
+            ask(Ask::Write, p.wrapping_add(AHEAD_BYTES));
         }
         // SAFETY: the caller's promise; the store accepts any alignment.
         unsafe { std::arch::x86_64::_mm256_storeu_ps(p.cast(), v) }
@@ -860,7 +860,7 @@ unsafe fn transpose_tile<
     for c in first_row..LANES {
         let row = rows[REVERSED[c * (TILE_BYTES / LANES)]];
         if ASK_AHEAD {
-            ask_to_write(to.wrapping_add(AHEAD_BYTES));
+            ask(Ask::Write, to.wrapping_add(AHEAD_BYTES));
         }
         // SAFETY: the caller's promise.
         unsafe { row.store(to) };
