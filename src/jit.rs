@@ -17,7 +17,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::codegen;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
-use crate::runtime::{self, BlockTranspose, CoreRoutine, JoinedEnds, RowConversion};
+use crate::runtime::{self, Routine};
 use crate::target::CRANELIFT_VECTOR_BYTES;
 
 /// The generated function: `(src, dst, begin, end)`.
@@ -171,9 +171,10 @@ pub(crate) fn compile(plan: Arc<Plan>, start: Instant) -> Result<Compiled> {
     let (mut module, id, optimise) = Contexts::with(|contexts| {
         let ctx = &mut contexts.function;
         ctx.clear();
-        ctx.func = build_function(&plan, &*host, &mut contexts.builder);
+        let routines;
+        (ctx.func, routines) = build_function(&plan, &*host, &mut contexts.builder);
         let optimise = Optimise::of(&plan, &ctx.func);
-        let mut module = kernel_module(host_isa(optimise)?)?;
+        let mut module = kernel_module(host_isa(optimise)?, &routines)?;
         let id = module
             .declare_function("relayout", Linkage::Local, &ctx.func.signature)
             .map_err(|e| codegen_err(&e))?;
@@ -205,56 +206,28 @@ fn codegen_err(e: &dyn std::fmt::Display) -> Error {
     Error::Codegen(e.to_string())
 }
 
-/// A new JIT module for one kernel, compiling for `isa`, with the runtime's routines declared
-/// in the order the generated code names them.
-fn kernel_module(isa: OwnedTargetIsa) -> Result<JITModule> {
+/// A new JIT module for one kernel, compiling for `isa`, with the runtime's routines its code
+/// calls declared in the order the code names them ([`codegen::build`]).
+fn kernel_module(isa: OwnedTargetIsa, routines: &[Routine]) -> Result<JITModule> {
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-    for r in CoreRoutine::ALL {
-        builder.symbol(r.symbol(), r.address());
-    }
-    for j in JoinedEnds::ALL {
-        builder.symbol(j.symbol(), j.routine());
-    }
-    for t in BlockTranspose::ALL {
-        builder.symbol(t.symbol(), t.routine());
-    }
-    let row_conversions: Vec<(RowConversion, *const u8)> = RowConversion::ALL
-        .into_iter()
-        .filter_map(|c| c.routine().map(|routine| (c, routine)))
-        .collect();
-    for &(c, routine) in &row_conversions {
-        builder.symbol(c.symbol(), routine);
+    for &r in routines {
+        let address = r.address().ok_or_else(|| {
+            codegen_err(&format!(
+                "the code calls the runtime's {r:?}, which this host lacks"
+            ))
+        })?;
+        builder.symbol(r.symbol(), address);
     }
     let mut module = JITModule::new(builder);
-    let stream_rows_sig = codegen::stream_rows_signature(module.isa().default_call_conv());
-    for r in CoreRoutine::ALL {
+    let signature = codegen::stream_rows_signature(module.isa().default_call_conv());
+    for (i, r) in routines.iter().enumerate() {
         let id = module
-            .declare_function(r.symbol(), Linkage::Import, &stream_rows_sig)
+            .declare_function(r.symbol(), Linkage::Import, &signature)
             .map_err(|e| codegen_err(&e))?;
-        debug_assert_eq!(id.as_u32(), codegen::core_routine_name(r).index);
-    }
-    for j in JoinedEnds::ALL {
-        let id = module
-            .declare_function(j.symbol(), Linkage::Import, &stream_rows_sig)
-            .map_err(|e| codegen_err(&e))?;
-        debug_assert_eq!(id.as_u32(), codegen::joined_ends_name(j).index);
-    }
-    for t in BlockTranspose::ALL {
-        let id = module
-            .declare_function(t.symbol(), Linkage::Import, &stream_rows_sig)
-            .map_err(|e| codegen_err(&e))?;
-        debug_assert_eq!(id.as_u32(), codegen::block_transpose_name(t).index);
-    }
-    for &(c, _) in &row_conversions {
-        // The same signature: pointers, rows, the row length and two strides.
-        let id = module
-            .declare_function(c.symbol(), Linkage::Import, &stream_rows_sig)
-            .map_err(|e| codegen_err(&e))?;
-        if id.as_u32() != codegen::row_conversion_name(c).index {
+        if id.as_u32() as usize != i {
             return Err(codegen_err(&format!(
-                "the runtime's {c:?} routine declared as function {}, where the code calls {}",
-                id.as_u32(),
-                codegen::row_conversion_name(c).index
+                "the runtime's {r:?} declared as function {}, where the code calls {i}",
+                id.as_u32()
             )));
         }
     }
@@ -286,21 +259,22 @@ impl Contexts {
 
 /// The Cranelift function of `plan` for `isa`.
 fn function(plan: &Plan, isa: &dyn TargetIsa) -> Function {
-    Contexts::with(|contexts| build_function(plan, isa, &mut contexts.builder))
+    Contexts::with(|contexts| build_function(plan, isa, &mut contexts.builder).0)
 }
 
-/// The Cranelift function of `plan` for `isa`, built with `builder`.
+/// The Cranelift function of `plan` for `isa`, built with `builder`, and the runtime's routines
+/// it calls, in the order it names them.
 fn build_function(
     plan: &Plan,
     isa: &dyn TargetIsa,
     builder: &mut FunctionBuilderContext,
-) -> Function {
+) -> (Function, Vec<Routine>) {
     let mut func = Function::with_name_signature(
         UserFuncName::default(),
         codegen::signature(isa.default_call_conv()),
     );
-    codegen::build(plan, &mut func, builder, isa.frontend_config());
-    func
+    let routines = codegen::build(plan, &mut func, builder, isa.frontend_config());
+    (func, routines)
 }
 
 impl Compiled {
@@ -370,6 +344,40 @@ mod tests {
         let plan =
             Plan::converting(&src, &dst, to_bf16, Tactics::default(), Target::host()).unwrap();
         assert_eq!(optimise(&plan), Optimise::Conversions);
+    }
+
+    #[test]
+    fn modules_declare_only_the_routines_their_code_calls() {
+        let isa = host_isa(Optimise::Moves).unwrap();
+        let routines_of = |plan: &Plan| {
+            Contexts::with(|contexts| build_function(plan, &*isa, &mut contexts.builder))
+        };
+        // A small copy moves its own vectors.
+        let copy = Layout::row_major(&[64, 64]).unwrap();
+        let (_, routines) = routines_of(&Plan::new(&copy, &copy, 4).unwrap());
+        assert!(routines.is_empty());
+        // A large transpose stages its blocks through the runtime's routines, each named once,
+        // by its place in the list.
+        let (src, dst) = transpose(2048, 2048);
+        let plan = Arc::new(Plan::new(&src, &dst, 4).unwrap());
+        let (func, routines) = routines_of(&plan);
+        assert!(!routines.is_empty());
+        for (i, r) in routines.iter().enumerate() {
+            assert!(!routines[i + 1..].contains(r), "{r:?} listed twice");
+        }
+        let names: Vec<u32> = func
+            .params
+            .user_named_funcs()
+            .values()
+            .map(|n| n.index)
+            .collect();
+        assert_eq!(names, (0..routines.len() as u32).collect::<Vec<_>>());
+        let module = kernel_module(isa.clone(), &routines).unwrap();
+        assert_eq!(
+            module.declarations().get_functions().count(),
+            routines.len()
+        );
+        assert!(compile(plan, Instant::now()).is_ok());
     }
 
     #[test]

@@ -34,7 +34,7 @@ use convert::TableRead;
 
 use crate::convert::Arithmetic;
 use crate::plan::{CopyWrite, Flush, Packed, Plan, Region};
-use crate::runtime::{BlockTranspose, CoreRoutine, JoinedEnds, RowConversion};
+use crate::runtime::{BlockTranspose, CoreRoutine, JoinedEnds, Routine, RowConversion};
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -45,51 +45,6 @@ pub(crate) fn signature(call_conv: CallConv) -> Signature {
 /// The signature of the runtime's streaming routine (`runtime::stream_rows`).
 pub(crate) fn stream_rows_signature(call_conv: CallConv) -> Signature {
     i64_signature(call_conv, 6)
-}
-
-/// The name by which generated code calls the core routine `r`: the JIT module declares them
-/// before anything else, in the order of [`CoreRoutine::ALL`].
-pub(crate) fn core_routine_name(r: CoreRoutine) -> UserExternalName {
-    UserExternalName {
-        namespace: 0,
-        index: r.position() as u32,
-    }
-}
-
-/// The name by which generated code calls the runtime's streaming routine of joined runs
-/// `j`: the JIT module declares them after the core routines, in the order of
-/// [`JoinedEnds::ALL`].
-pub(crate) fn joined_ends_name(j: JoinedEnds) -> UserExternalName {
-    let position = JoinedEnds::ALL.iter().position(|&x| x == j);
-    UserExternalName {
-        namespace: 0,
-        index: (CoreRoutine::ALL.len() + position.expect("every joined routine is in ALL")) as u32,
-    }
-}
-
-/// Routines the JIT module declares before the block transposes.
-const BEFORE_BLOCK_TRANSPOSES: usize = CoreRoutine::ALL.len() + JoinedEnds::ALL.len();
-
-/// The name by which generated code calls the runtime's block transpose `t`: the JIT module
-/// declares them after the joined routines, in the order of [`BlockTranspose::ALL`].
-pub(crate) fn block_transpose_name(t: BlockTranspose) -> UserExternalName {
-    UserExternalName {
-        namespace: 0,
-        index: (BEFORE_BLOCK_TRANSPOSES + t.position()) as u32,
-    }
-}
-
-/// The name by which generated code calls the runtime's routine for `c`: the JIT module
-/// declares the row conversions the host has after the block transposes, in the order of
-/// [`RowConversion::ALL`] (the host has all of them or none).
-pub(crate) fn row_conversion_name(c: RowConversion) -> UserExternalName {
-    let position = RowConversion::ALL.iter().position(|&x| x == c);
-    UserExternalName {
-        namespace: 0,
-        index: (BEFORE_BLOCK_TRANSPOSES
-            + BlockTranspose::ALL.len()
-            + position.expect("every row conversion is in ALL")) as u32,
-    }
 }
 
 /// How the elements of a block staged and streamed out are converted.
@@ -115,13 +70,15 @@ fn i64_signature(call_conv: CallConv, params: usize) -> Signature {
 const VECTOR_BYTES: usize = CRANELIFT_VECTOR_BYTES;
 
 /// Fills `func` (created with [`signature`]) with the code of `plan`, a plan for
-/// [`CRANELIFT_VECTOR_BYTES`]-byte vectors.
+/// [`CRANELIFT_VECTOR_BYTES`]-byte vectors. Returns the runtime's routines the code calls: it
+/// names the `i`-th of them `UserExternalName { namespace: 0, index: i }`, which the module
+/// must declare as its function `i`.
 pub(crate) fn build(
     plan: &Plan,
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
     frontend: TargetFrontendConfig,
-) {
+) -> Vec<Routine> {
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -174,7 +131,7 @@ pub(crate) fn build(
         stage_bytes,
         stage: None,
         staged_conversion,
-        routines: HashMap::new(),
+        routines: Vec::new(),
         tiles: Tiles::of(plan),
     };
     let mut first = 0i64;
@@ -188,6 +145,7 @@ pub(crate) fn build(
     e.b.ins().return_(&[]);
     e.b.seal_all_blocks();
     e.b.finalize(frontend);
+    e.routines.into_iter().map(|(r, _)| r).collect()
 }
 
 /// The state of one function being emitted: the builder, and what the function holds once.
@@ -222,8 +180,8 @@ pub(crate) struct Emitter<'a> {
     stage: Option<StackSlot>,
     /// How staged and streamed blocks convert their elements.
     staged_conversion: StagedConversion,
-    /// The runtime's routines imported so far, by the index of their name.
-    routines: HashMap<u32, FuncRef>,
+    /// The runtime's routines imported so far, in the order of the indices of their names.
+    routines: Vec<(Routine, FuncRef)>,
     /// Where transposes of plain elements get their register tiles.
     tiles: Tiles,
 }
@@ -271,12 +229,12 @@ impl Emitter<'_> {
 
     /// The runtime's streaming routine, imported on first use.
     fn stream_routine(&mut self) -> FuncRef {
-        self.routine(core_routine_name(CoreRoutine::StreamRows))
+        self.routine(Routine::Core(CoreRoutine::StreamRows))
     }
 
     /// The runtime's streaming routine of joined runs `j`, imported on first use.
     fn joined_ends_routine(&mut self, j: JoinedEnds) -> FuncRef {
-        self.routine(joined_ends_name(j))
+        self.routine(Routine::Joined(j))
     }
 
     /// The runtime's routine that copies the rows of a staged block out as `flush` says,
@@ -284,7 +242,7 @@ impl Emitter<'_> {
     fn flush_routine(&mut self, flush: Flush) -> FuncRef {
         match flush {
             Flush::Streamed => self.stream_routine(),
-            Flush::Copied => self.routine(core_routine_name(CoreRoutine::StoreRows)),
+            Flush::Copied => self.routine(Routine::Core(CoreRoutine::StoreRows)),
         }
     }
 
@@ -294,7 +252,7 @@ impl Emitter<'_> {
     fn copy_routine(&mut self, write: CopyWrite) -> FuncRef {
         match write {
             CopyWrite::Prefetched { .. } => {
-                self.routine(core_routine_name(CoreRoutine::StoreRowsAhead))
+                self.routine(Routine::Core(CoreRoutine::StoreRowsAhead))
             }
             CopyWrite::Streamed { .. } | CopyWrite::Stored => self.stream_routine(),
         }
@@ -302,43 +260,43 @@ impl Emitter<'_> {
 
     /// The runtime's prefetching routine, imported on first use.
     fn prefetch_routine(&mut self) -> FuncRef {
-        self.routine(core_routine_name(CoreRoutine::PrefetchRows))
+        self.routine(Routine::Core(CoreRoutine::PrefetchRows))
     }
 
     /// The runtime's block transpose `t`, imported on first use.
     fn block_transpose_routine(&mut self, t: BlockTranspose) -> FuncRef {
-        self.routine(block_transpose_name(t))
+        self.routine(Routine::Transpose(t))
     }
 
     /// The runtime's routine for the row conversion `c`, imported on first use.
     fn convert_rows_routine(&mut self, c: RowConversion) -> FuncRef {
-        self.routine(row_conversion_name(c))
+        self.routine(Routine::Conversion(c))
     }
 
-    /// The runtime's routine called `name`, imported the first time it is asked for.
-    fn routine(&mut self, name: UserExternalName) -> FuncRef {
-        if let Some(&routine) = self.routines.get(&name.index) {
+    /// The runtime's routine `r`, imported the first time it is asked for under the next
+    /// index of a name ([`build`] lists them in that order).
+    fn routine(&mut self, r: Routine) -> FuncRef {
+        if let Some(&(_, routine)) = self.routines.iter().find(|(x, _)| *x == r) {
             return routine;
         }
-        let index = name.index;
-        let routine = self.import_routine(name);
-        self.routines.insert(index, routine);
-        routine
-    }
-
-    /// A runtime routine of the streaming routine's signature, by the name the JIT module
-    /// declares it under.
-    fn import_routine(&mut self, name: UserExternalName) -> FuncRef {
         let signature = self
             .b
             .import_signature(stream_rows_signature(self.b.func.signature.call_conv));
-        let name = self.b.func.declare_imported_user_function(name);
-        self.b.import_function(ExtFuncData {
+        let name = self
+            .b
+            .func
+            .declare_imported_user_function(UserExternalName {
+                namespace: 0,
+                index: self.routines.len() as u32,
+            });
+        let routine = self.b.import_function(ExtFuncData {
             name: ExternalName::user(name),
             signature,
             colocated: false,
             patchable: false,
-        })
+        });
+        self.routines.push((r, routine));
+        routine
     }
 
     /// Runs `f` with the elements stored as they are loaded, no conversion: what a block

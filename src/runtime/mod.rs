@@ -23,9 +23,45 @@ mod transpose;
 pub(crate) use rows::RowConversion;
 pub(crate) use transpose::{BlockTranspose, TileStores};
 
-/// The runtime's routines of one kind of call per block or run, with the streaming routine's
-/// signature, that every kernel's module declares first, in the order of [`CoreRoutine::ALL`]
-/// (generated code names them by that position).
+/// A routine of the runtime that generated code calls, all of the streaming routine's
+/// signature (two pointers and four integers). A kernel's module declares the ones its code
+/// calls, and only those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Routine {
+    /// One of the routines of one kind of call per block or run.
+    Core(CoreRoutine),
+    /// The streaming routine of joined runs.
+    Joined(JoinedEnds),
+    /// A block transpose.
+    Transpose(BlockTranspose),
+    /// A row conversion.
+    Conversion(RowConversion),
+}
+
+impl Routine {
+    /// The symbol under which the JIT module resolves it.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            Routine::Core(r) => r.symbol(),
+            Routine::Joined(j) => j.symbol(),
+            Routine::Transpose(t) => t.symbol(),
+            Routine::Conversion(c) => c.symbol(),
+        }
+    }
+
+    /// Its address for this host, if the host has it (every routine but the row conversions,
+    /// which need AVX2 on x86-64).
+    pub(crate) fn address(self) -> Option<*const u8> {
+        match self {
+            Routine::Core(r) => Some(r.address()),
+            Routine::Joined(j) => Some(j.routine()),
+            Routine::Transpose(t) => Some(t.routine()),
+            Routine::Conversion(c) => c.routine(),
+        }
+    }
+}
+
+/// The runtime's routines of one kind of call per block or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CoreRoutine {
     /// Streams rows out ([`stream_rows_routine`]).
@@ -40,18 +76,14 @@ pub(crate) enum CoreRoutine {
 }
 
 impl CoreRoutine {
-    /// Every core routine, in the order the JIT module declares them.
-    pub(crate) const ALL: [CoreRoutine; 4] = [
+    /// Every core routine.
+    #[cfg(test)]
+    const ALL: [CoreRoutine; 4] = [
         CoreRoutine::StreamRows,
         CoreRoutine::PrefetchRows,
         CoreRoutine::StoreRows,
         CoreRoutine::StoreRowsAhead,
     ];
-
-    /// Its position in [`CoreRoutine::ALL`].
-    pub(crate) fn position(self) -> usize {
-        self as usize
-    }
 
     /// The symbol under which the JIT module resolves it.
     pub(crate) fn symbol(self) -> &'static str {
@@ -107,8 +139,9 @@ pub(crate) enum JoinedEnds {
 }
 
 impl JoinedEnds {
-    /// Every joined routine, in the order the JIT module declares them.
-    pub(crate) const ALL: [JoinedEnds; 3] = [JoinedEnds::Head, JoinedEnds::Tail, JoinedEnds::Both];
+    /// Every joined routine.
+    #[cfg(test)]
+    const ALL: [JoinedEnds; 3] = [JoinedEnds::Head, JoinedEnds::Tail, JoinedEnds::Both];
 
     /// The routine of `join`, if it joins an end (else the plain [`StreamRows`] does).
     pub(crate) fn of(join: crate::plan::Join) -> Option<JoinedEnds> {
@@ -581,15 +614,22 @@ mod tests {
         prefetch_stored_lines::<false, false>(odd.wrapping_sub(100).cast_mut(), 300);
     }
 
-    /// Each core routine sits at its position in the order of declaration, under a symbol of
-    /// its own.
+    /// Every routine generated code may call resolves under a symbol of its own; the core
+    /// routines to routines of their own.
     #[test]
-    fn core_routines_are_declared_in_order_under_distinct_symbols() {
-        for (i, r) in CoreRoutine::ALL.into_iter().enumerate() {
-            assert_eq!(r.position(), i);
-            for other in &CoreRoutine::ALL[i + 1..] {
+    fn routines_resolve_under_distinct_symbols() {
+        let routines: Vec<Routine> = (CoreRoutine::ALL.map(Routine::Core).into_iter())
+            .chain(JoinedEnds::ALL.map(Routine::Joined))
+            .chain(BlockTranspose::ALL.map(Routine::Transpose))
+            .chain(RowConversion::ALL.map(Routine::Conversion))
+            .collect();
+        assert_eq!(routines.len(), 4 + 3 + 16 + 2);
+        for (i, r) in routines.iter().enumerate() {
+            for other in &routines[i + 1..] {
                 assert_ne!(r.symbol(), other.symbol());
-                assert_ne!(r.address(), other.address());
+                if let (Routine::Core(a), Routine::Core(b)) = (r, other) {
+                    assert_ne!(a.address(), b.address());
+                }
             }
         }
     }

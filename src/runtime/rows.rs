@@ -24,7 +24,8 @@ pub(crate) enum RowConversion {
 }
 
 impl RowConversion {
-    /// Every row conversion, in the order the JIT module declares their symbols.
+    /// Every row conversion.
+    #[cfg(test)]
     pub(crate) const ALL: [RowConversion; 2] = [RowConversion::F32ToBf16, RowConversion::Bf16ToF32];
 
     /// The row conversion from `from` to `to`, if the runtime has one.

@@ -104,7 +104,7 @@ macro_rules! instance {
 }
 
 impl BlockTranspose {
-    /// Every routine, in the order the JIT module declares them.
+    /// Every routine.
     pub(crate) const ALL: [BlockTranspose; 16] = [
         BlockTranspose::new(1, false, TileStores::Cached),
         BlockTranspose::new(1, true, TileStores::Cached),
@@ -147,7 +147,7 @@ impl BlockTranspose {
     }
 
     /// Where the routine comes in [`BlockTranspose::ALL`].
-    pub(crate) fn position(self) -> usize {
+    fn position(self) -> usize {
         let size = self.elem_size.trailing_zeros() as usize;
         let across = usize::from(self.across);
         match self.stores {
@@ -889,10 +889,10 @@ unsafe fn interleave<V: TileRows, const LANES: usize>(rows: [V; LANES], unit: us
 mod tests {
     use super::*;
 
-    /// Each routine sits at its position in the order of declaration, under a symbol naming its
+    /// Each routine sits at its position in [`BlockTranspose::ALL`], under a symbol naming its
     /// element size, order and stores.
     #[test]
-    fn block_transposes_are_declared_in_order_under_their_names() {
+    fn block_transposes_are_listed_in_order_under_their_names() {
         for (i, t) in BlockTranspose::ALL.into_iter().enumerate() {
             assert_eq!(t.position(), i);
             let order = if t.across { "across" } else { "along" };
