@@ -3,7 +3,8 @@
 mod common;
 
 use common::{
-    check_pair, check_pair_as, check_pair_on, check_pair_pinned, check_plan_moves_of, permutations,
+    check_pair, check_pair_as, check_pair_on, check_pair_pinned_at_every_size, check_plan_moves_of,
+    permutations,
 };
 use relayout::{compile_relayout, Digit, Layout, Source};
 
@@ -391,10 +392,7 @@ fn every_candidate_tactics_moves_every_element() {
                 &dst,
             );
             let pin = Some(common::Pin::tactics(tactics));
-            check_pair_pinned::<u8>(&src, &dst, None, pin);
-            check_pair_pinned::<u16>(&src, &dst, None, pin);
-            check_pair_pinned::<u32>(&src, &dst, None, pin);
-            check_pair_pinned::<u64>(&src, &dst, None, pin);
+            check_pair_pinned_at_every_size(&src, &dst, pin);
         }
     }
 }
@@ -977,7 +975,7 @@ fn large_copies_are_tuned_between_streaming_ordinary_and_prefetched_stores() {
 #[test]
 fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
     use common::guard::Pin;
-    use relayout::plan::{Kernel, LargeWrites, Plan, Tactics, TransposeWrite};
+    use relayout::plan::{Kernel, Plan, TransposeWrite};
     use relayout::Target;
     // A target that streams from the first byte and takes the runtime's tiles for every
     // transpose plans large destinations at test sizes. With prefetched large writes,
@@ -989,14 +987,7 @@ fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
         emitted_tiles_max_bytes: 0,
         ..Target::host()
     };
-    let prefetched = Tactics {
-        large_writes: LargeWrites::Prefetched,
-        ..Tactics::default()
-    };
-    let stored = Tactics {
-        large_writes: LargeWrites::Stored,
-        ..Tactics::default()
-    };
+    let (prefetched, stored) = prefetched_and_stored();
     let transposes = |plan: &Plan| -> Vec<TransposeWrite> {
         let writes = plan.regions().iter().filter_map(|r| match r.kernel {
             Kernel::Transpose { write, .. } => Some(write),
@@ -1038,18 +1029,93 @@ fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
             tactics: prefetched,
             target: eager,
         });
-        common::check_pair_pinned::<u8>(&src, &dst, None, pin);
-        common::check_pair_pinned::<u16>(&src, &dst, None, pin);
-        common::check_pair_pinned::<u32>(&src, &dst, None, pin);
-        common::check_pair_pinned::<u64>(&src, &dst, None, pin);
+        check_pair_pinned_at_every_size(&src, &dst, pin);
     }
-    // Odd/even strips: a zip, stored in place with prefetched large writes.
+    // Odd/even strips: zips of 16-element strips, too short to ask by calls, stored in place
+    // with prefetched large writes.
     let src = Layout::parse("morello:[4096] [0]").unwrap();
     let dst = Layout::parse("morello:[4096] [0, 0 oe(16)]").unwrap();
     let plan = Plan::with_tactics(&src, &dst, 4, prefetched, eager).unwrap();
     let plain = Plan::with_tactics(&src, &dst, 4, stored, eager).unwrap();
     assert!(!plan.streams(), "{plan}");
     assert_eq!(plan, plain);
+}
+
+/// Tactics with large writes prefetched, and with them stored, the rest default.
+fn prefetched_and_stored() -> (relayout::plan::Tactics, relayout::plan::Tactics) {
+    use relayout::plan::{LargeWrites, Tactics};
+    let with = |large_writes| Tactics {
+        large_writes,
+        ..Tactics::default()
+    };
+    (with(LargeWrites::Prefetched), with(LargeWrites::Stored))
+}
+
+#[test]
+fn prefetched_zips_and_unzips_of_long_runs_ask_ahead_by_calls() {
+    use common::guard::Pin;
+    use relayout::plan::{Kernel, Plan, UnzipWrite, ZipTile, ZipWrite, ASK_GROUPS};
+    use relayout::Target;
+    let eager = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    let (prefetched, stored) = prefetched_and_stored();
+    // Each zip and unzip of a plan: whether it zips, whether it asks ahead, and whether its run
+    // holds two calls' worth of groups.
+    let zips = |plan: &Plan| -> Vec<(bool, bool, bool)> {
+        let long = |tile: ZipTile| tile.long.extent / tile.lanes >= 2 * ASK_GROUPS;
+        let zips = plan.regions().iter().filter_map(|r| match r.kernel {
+            Kernel::Zip { tile, write } => Some((true, write == ZipWrite::Prefetched, long(tile))),
+            Kernel::Unzip { tile, write } => {
+                Some((false, write == UnzipWrite::Prefetched, long(tile)))
+            }
+            _ => None,
+        });
+        zips.collect()
+    };
+    // Complex numbers split into planes and back, three channels into pixels and back (runs
+    // of a few calls' worth, the last one short, and an element-wise tail).
+    let pairs = [
+        ("cute:(5003,2):(2,1)", "cute:(5003,2):(1,5003)", false),
+        ("cute:(5003,2):(1,5003)", "cute:(5003,2):(2,1)", true),
+        (
+            "cute:(2,3,1001):(3003,1001,1)",
+            "cute:(2,3,1001):(3003,1,3)",
+            true,
+        ),
+        (
+            "cute:(2,1001,3):(3003,3,1)",
+            "cute:(2,1001,3):(3003,1,1001)",
+            false,
+        ),
+    ];
+    for (src, dst, zip) in pairs {
+        let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
+        for elem_size in [1, 2, 4, 8] {
+            let plan = Plan::with_tactics(&src, &dst, elem_size, prefetched, eager).unwrap();
+            let plain = Plan::with_tactics(&src, &dst, elem_size, stored, eager).unwrap();
+            // As ordinary stores plan them (which may take other kernels than zips for some
+            // element sizes, never for f32), asking wherever the run holds two calls' worth.
+            let (asked, unasked) = (zips(&plan), zips(&plain));
+            assert_eq!(asked.len(), unasked.len(), "{plan}{plain}");
+            assert!(elem_size != 4 || asked.iter().any(|z| z.1), "{plan}");
+            for (&(z, asks, long), &(plain_z, plain_asks, _)) in asked.iter().zip(&unasked) {
+                assert_eq!((z, plain_z), (zip, zip), "{plan}{plain}");
+                assert_eq!(asks, long, "{plan}");
+                assert!(!plain_asks, "{plain}");
+            }
+            if asked.iter().any(|z| z.1) {
+                assert!(plan.to_string().contains("lines asked for ahead"), "{plan}");
+            }
+            common::check_plan_moves_of(&plan, &src, &dst);
+        }
+        let pin = Some(Pin {
+            tactics: prefetched,
+            target: eager,
+        });
+        check_pair_pinned_at_every_size(&src, &dst, pin);
+    }
 }
 
 #[test]

@@ -8,9 +8,9 @@ use super::network::{Network, Tile};
 use super::{Emitter, StagedConversion, VECTOR_BYTES};
 use crate::plan::{
     CopyWrite, Flush, Join, Kernel, Loop, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
-    ZipWrite, SINGLE,
+    ZipWrite, ASK_GROUPS, SINGLE,
 };
-use crate::runtime::{BlockTranspose, JoinedEnds, TileStores};
+use crate::runtime::{BlockTranspose, CoreRoutine, JoinedEnds, Routine, TileStores};
 
 /// Zip and unzip groups up to this many are straight-line code rather than a loop.
 const MAX_UNROLLED_TILES: usize = 4;
@@ -109,6 +109,10 @@ impl Emitter<'_> {
             } => self.zip(tile, Strips::Interleave, s, d),
             Kernel::Zip {
                 tile,
+                write: ZipWrite::Prefetched,
+            } => self.zip_asking_ahead(tile, Strips::Interleave, s, d),
+            Kernel::Zip {
+                tile,
                 write: ZipWrite::StreamedTile,
             } => self.staged_run(SINGLE, 1, Strips::Interleave, tile, s, d),
             Kernel::Zip {
@@ -119,6 +123,10 @@ impl Emitter<'_> {
                 tile,
                 write: UnzipWrite::InPlace,
             } => self.zip(tile, Strips::Deinterleave, s, d),
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::Prefetched,
+            } => self.zip_asking_ahead(tile, Strips::Deinterleave, s, d),
             Kernel::Unzip {
                 tile,
                 write: UnzipWrite::StreamedRun { steps, pieces },
@@ -695,6 +703,50 @@ impl Emitter<'_> {
             let done = (groups.extent * lanes) as i64;
             let (s, d) = self.advance(s, d, (done * long.src_stride, done * long.dst_stride));
             self.nest(&[rest, short], Kernel::Element, s, d);
+        }
+    }
+
+    /// [`Emitter::zip`] asking ahead ([`ZipWrite::Prefetched`]): the groups of `lanes` steps in
+    /// calls' worth of [`ASK_GROUPS`], each asking the runtime first for the lines those groups
+    /// store, 2 KiB further along each destination row (the strips of an unzip, the one run of
+    /// a zip); the groups past the last whole call's worth, and the tail, as [`Emitter::zip`]
+    /// stores them.
+    fn zip_asking_ahead(&mut self, tile: ZipTile, strips: Strips, s: Value, d: Value) {
+        let ZipTile { short, long, lanes } = tile;
+        let bytes = ASK_GROUPS as i64 * lanes as i64 * self.dst_size;
+        let rows_asked = match strips {
+            Strips::Deinterleave => [
+                short.extent as i64,
+                bytes,
+                0,
+                short.dst_stride * self.dst_size,
+            ],
+            Strips::Interleave => [1, bytes * short.extent as i64, 0, 0],
+        };
+        let calls = long.stepping(ASK_GROUPS * lanes, long.extent / (ASK_GROUPS * lanes));
+        self.fixed_loop(calls, s, d, |e, s, d| {
+            let routine = e.routine(Routine::Core(CoreRoutine::AskAheadToWrite));
+            e.call_stream_rows(routine, s, d, rows_asked);
+            let asked = long.with_extent(ASK_GROUPS * lanes);
+            e.zip(
+                ZipTile {
+                    long: asked,
+                    ..tile
+                },
+                strips,
+                s,
+                d,
+            );
+        });
+        let done = calls.extent * ASK_GROUPS * lanes;
+        let (s, d) = self.advance(
+            s,
+            d,
+            (done as i64 * long.src_stride, done as i64 * long.dst_stride),
+        );
+        if done < long.extent {
+            let rest = long.with_extent(long.extent - done);
+            self.zip(ZipTile { long: rest, ..tile }, strips, s, d);
         }
     }
 }

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::ir::{
     CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region, RunHead,
-    RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite,
+    RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite, ASK_GROUPS,
 };
 
 impl fmt::Display for Plan {
@@ -232,15 +232,31 @@ impl Nest<'_, '_> {
                     a.extent, a.dst_stride, b.extent, b.src_stride
                 ))
             }
-            Kernel::Zip { tile, .. } => self.line(format_args!(
-                "zip {} strips of {} in registers ({} lanes): strips at src += {}, interleaved into dst",
-                tile.short.extent, tile.long.extent, tile.lanes, tile.short.src_stride
+            Kernel::Zip { tile, write } => self.line(format_args!(
+                "zip {} strips of {} in registers ({} lanes): strips at src += {}, interleaved into dst{}",
+                tile.short.extent,
+                tile.long.extent,
+                tile.lanes,
+                tile.short.src_stride,
+                asking(write == ZipWrite::Prefetched),
             )),
-            Kernel::Unzip { tile, .. } => self.line(format_args!(
-                "unzip {} interleaved strips of {} in registers ({} lanes): strips to dst += {}",
-                tile.short.extent, tile.long.extent, tile.lanes, tile.short.dst_stride
+            Kernel::Unzip { tile, write } => self.line(format_args!(
+                "unzip {} interleaved strips of {} in registers ({} lanes): strips to dst += {}{}",
+                tile.short.extent,
+                tile.long.extent,
+                tile.lanes,
+                tile.short.dst_stride,
+                asking(write == UnzipWrite::Prefetched),
             )),
         }
+    }
+}
+
+/// What a zip's or unzip's line says of asking ahead ([`ZipWrite::Prefetched`]).
+fn asking(asks: bool) -> String {
+    match asks {
+        true => format!(", lines asked for ahead every {ASK_GROUPS} groups"),
+        false => String::new(),
     }
 }
 

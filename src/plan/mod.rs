@@ -43,7 +43,7 @@ mod verify;
 pub use ir::{
     CopyWrite, Flush, Indexed, IndexedSwizzle, Join, Kernel, Loop, OffsetTerm, Packed, Plan,
     Region, RunHead, RunTail, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite,
-    SINGLE,
+    ASK_GROUPS, SINGLE,
 };
 pub use lines::LineOffsets;
 pub use tactics::{

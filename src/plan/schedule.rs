@@ -4,7 +4,7 @@
 
 use super::ir::{
     CopyWrite, Flush, Join, Kernel, Loop, Region, RunHead, RunTail, TransposeTile, TransposeWrite,
-    UnzipWrite, Walk, ZipTile, ZipWrite,
+    UnzipWrite, Walk, ZipTile, ZipWrite, ASK_GROUPS,
 };
 use super::tactics::{BlockWrite, Blocking, LargeWrites, LoopOrder, Tactics};
 use super::LineOffsets;
@@ -280,9 +280,30 @@ fn choose_writes(mut region: Region, cx: Context) -> Region {
                 write: UnzipWrite::StreamedStrips,
             }
         }
+        Kernel::Zip {
+            tile,
+            write: ZipWrite::InPlace,
+        } if cx.asks_ahead() && asks_by_call(tile) => Kernel::Zip {
+            tile,
+            write: ZipWrite::Prefetched,
+        },
+        Kernel::Unzip {
+            tile,
+            write: UnzipWrite::InPlace,
+        } if cx.asks_ahead() && asks_by_call(tile) => Kernel::Unzip {
+            tile,
+            write: UnzipWrite::Prefetched,
+        },
         kernel => kernel,
     };
     region
+}
+
+/// Whether a zip or unzip stored in place where large writes ask ahead asks by calls of the
+/// runtime ([`ZipWrite::Prefetched`]): where its run holds at least two calls' worth of groups
+/// ([`ASK_GROUPS`]).
+fn asks_by_call(tile: ZipTile) -> bool {
+    tile.long.extent / tile.lanes >= 2 * ASK_GROUPS
 }
 
 /// Stages the innermost loop of a zip or unzip whose destination blocks (the kernel's block,

@@ -178,10 +178,13 @@ pub enum LargeWrites {
     /// `memcpy` moved 5.1 and streaming stores 4.6–4.9; the suite's identity copy went from 1.04
     /// of memcpy (streamed or stored) to 1.15–1.17 this way, XLA's `T(8,128)` tiles from 1.09
     /// (stored, in the destination's order) to 1.16–1.18, NCHW → NCHW16c from 1.03 (stored)
-    /// to 1.14–1.16. Zips and unzips store as [`LargeWrites::Stored`] has them (Cranelift
-    /// has no prefetch to emit into their code).
+    /// to 1.14–1.16. Zips and unzips of long runs ask by calls of the runtime, every
+    /// [`ASK_GROUPS`] groups ([`ZipWrite::Prefetched`]; Cranelift has no prefetch to emit into
+    /// their own loops); shorter ones store as [`LargeWrites::Stored`] has them.
     ///
     /// [`TransposeWrite::Prefetched`]: crate::plan::TransposeWrite::Prefetched
+    /// [`ASK_GROUPS`]: crate::plan::ASK_GROUPS
+    /// [`ZipWrite::Prefetched`]: crate::plan::ZipWrite::Prefetched
     Prefetched,
 }
 

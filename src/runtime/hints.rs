@@ -4,7 +4,8 @@
 
 /// How far ahead of their stores, in bytes along the rows they write, the routines that ask
 /// for lines ahead ask: the row copies of [`LargeWrites::Prefetched`] (in the order they copy)
-/// and the block transposes of [`TileStores::Ahead`] (along each destination row). A store into
+/// the block transposes of [`TileStores::Ahead`] (along each destination row) and the zips and
+/// unzips of [`ZipWrite::Prefetched`] (by [`super::ask_ahead_to_write`]). A store into
 /// a line that is not in the cache waits for the line to be read first; asked for this far
 /// ahead, those reads overlap the copy. On a 2-core Intel Xeon VM (family 6, model 85), a C
 /// loop of 16-byte loads and stores copied 64 MiB at 5.3 GB/s (glibc's `memcpy` 5.1, streaming
@@ -13,6 +14,7 @@
 ///
 /// [`LargeWrites::Prefetched`]: crate::plan::LargeWrites::Prefetched
 /// [`TileStores::Ahead`]: super::TileStores::Ahead
+/// [`ZipWrite::Prefetched`]: crate::plan::ZipWrite::Prefetched
 pub(super) const AHEAD_BYTES: usize = 2048;
 
 /// What a prefetch hint asks the CPU to do with a line.

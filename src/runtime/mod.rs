@@ -73,16 +73,19 @@ pub(crate) enum CoreRoutine {
     /// Copies rows with ordinary stores, asking for lines ahead
     /// ([`stored::store_rows_ahead_routine`]).
     StoreRowsAhead,
+    /// Asks for the lines ahead of destination rows to be written ([`ask_ahead_to_write`]).
+    AskAheadToWrite,
 }
 
 impl CoreRoutine {
     /// Every core routine.
     #[cfg(test)]
-    const ALL: [CoreRoutine; 4] = [
+    const ALL: [CoreRoutine; 5] = [
         CoreRoutine::StreamRows,
         CoreRoutine::PrefetchRows,
         CoreRoutine::StoreRows,
         CoreRoutine::StoreRowsAhead,
+        CoreRoutine::AskAheadToWrite,
     ];
 
     /// The symbol under which the JIT module resolves it.
@@ -92,6 +95,7 @@ impl CoreRoutine {
             CoreRoutine::PrefetchRows => "relayout_prefetch_rows",
             CoreRoutine::StoreRows => "relayout_store_rows",
             CoreRoutine::StoreRowsAhead => "relayout_store_rows_ahead",
+            CoreRoutine::AskAheadToWrite => "relayout_ask_ahead_to_write",
         }
     }
 
@@ -102,6 +106,7 @@ impl CoreRoutine {
             CoreRoutine::PrefetchRows => prefetch_rows_routine(),
             CoreRoutine::StoreRows => stored::store_rows_routine(),
             CoreRoutine::StoreRowsAhead => stored::store_rows_ahead_routine(),
+            CoreRoutine::AskAheadToWrite => ask_ahead_to_write as *const u8,
         }
     }
 }
@@ -573,6 +578,30 @@ extern "C" fn prefetch_rows(
     }
 }
 
+/// Asks the CPU for every cache line of `rows` rows of `row_bytes` bytes that start
+/// [`hints::AHEAD_BYTES`] past `dst` (rows `dst_stride` bytes apart), to be written
+/// (`prefetchw`): the lines that stores along those rows reach a little later
+/// ([`ZipWrite::Prefetched`]). The source and its stride are ignored. A prefetch reads nothing
+/// the program can see and never faults, so any address is allowed, past the destination too.
+///
+/// [`ZipWrite::Prefetched`]: crate::plan::ZipWrite::Prefetched
+extern "C" fn ask_ahead_to_write(
+    _src: *const u8,
+    dst: *mut u8,
+    rows: i64,
+    row_bytes: i64,
+    _src_stride: i64,
+    dst_stride: i64,
+) {
+    let ahead = dst.wrapping_add(hints::AHEAD_BYTES);
+    for r in 0..rows.max(0) as isize {
+        let row = ahead.wrapping_offset(r * dst_stride as isize);
+        for at in lines_of(row, row_bytes.max(0) as usize) {
+            hints::ask(hints::Ask::Write, row.wrapping_offset(at));
+        }
+    }
+}
+
 /// The start of every cache line that `len` bytes at `row` touch, as offsets from `row`: from
 /// the line `row` lies in (at or before it), so a row that starts inside a line has one more
 /// line than its length in lines. Rows of odd-length source rows (a 3001 × 4999 f32 transpose
@@ -610,6 +639,11 @@ mod tests {
         // Rows that start inside a line, at the bottom and the top of the address space.
         let odd = std::ptr::null::<u8>().wrapping_add(4);
         prefetch_rows(odd, std::ptr::null_mut(), 2, 300, -8, 0);
+        // Asked ahead for writing: the same, on the destination's side.
+        let top = std::ptr::null_mut::<u8>().wrapping_sub(1024);
+        ask_ahead_to_write(std::ptr::null(), top, 3, 300, 0, 4096);
+        ask_ahead_to_write(std::ptr::null(), std::ptr::null_mut(), 4, 256, 0, -4096);
+        ask_ahead_to_write(std::ptr::null(), past.cast_mut(), -1, -1, 0, 0);
         prefetch_stored_lines::<false, false>(odd.cast_mut(), 300);
         prefetch_stored_lines::<false, false>(odd.wrapping_sub(100).cast_mut(), 300);
     }
@@ -623,7 +657,7 @@ mod tests {
             .chain(BlockTranspose::ALL.map(Routine::Transpose))
             .chain(RowConversion::ALL.map(Routine::Conversion))
             .collect();
-        assert_eq!(routines.len(), 4 + 3 + 16 + 2);
+        assert_eq!(routines.len(), 5 + 3 + 16 + 2);
         for (i, r) in routines.iter().enumerate() {
             for other in &routines[i + 1..] {
                 assert_ne!(r.symbol(), other.symbol());

@@ -96,6 +96,14 @@ pub fn stages_a_run(region: &Region) -> bool {
     )
 }
 
+/// [`check_pair_pinned`] for 1-, 2-, 4- and 8-byte elements, no conversion.
+pub fn check_pair_pinned_at_every_size(src: &Layout, dst: &Layout, pin: Option<Pin>) {
+    check_pair_pinned::<u8>(src, dst, None, pin);
+    check_pair_pinned::<u16>(src, dst, None, pin);
+    check_pair_pinned::<u32>(src, dst, None, pin);
+    check_pair_pinned::<u64>(src, dst, None, pin);
+}
+
 /// [`check_pair_as`] with the kernel pinned to `pin` (the defaults when `None`).
 pub fn check_pair_pinned<T: Element + PartialEq + std::fmt::Debug>(
     src: &Layout,
