@@ -570,12 +570,7 @@ extern "C" fn prefetch_rows(
     src_stride: i64,
     _dst_stride: i64,
 ) {
-    for r in 0..rows.max(0) as isize {
-        let row = src.wrapping_offset(r * src_stride as isize);
-        for at in lines_of(row, row_bytes.max(0) as usize) {
-            hints::ask(hints::Ask::ReadIntoL2, row.wrapping_offset(at));
-        }
-    }
+    ask_rows(hints::Ask::ReadIntoL2, src, rows, row_bytes, src_stride);
 }
 
 /// Asks the CPU for every cache line of `rows` rows of `row_bytes` bytes that start
@@ -594,10 +589,16 @@ extern "C" fn ask_ahead_to_write(
     dst_stride: i64,
 ) {
     let ahead = dst.wrapping_add(hints::AHEAD_BYTES);
+    ask_rows(hints::Ask::Write, ahead, rows, row_bytes, dst_stride);
+}
+
+/// Asks, as `what` says, for every cache line of `rows` rows of `row_bytes` bytes at `at`,
+/// rows `stride` bytes apart (none for a count below one; any address, as hints never fault).
+fn ask_rows(what: hints::Ask, at: *const u8, rows: i64, row_bytes: i64, stride: i64) {
     for r in 0..rows.max(0) as isize {
-        let row = ahead.wrapping_offset(r * dst_stride as isize);
-        for at in lines_of(row, row_bytes.max(0) as usize) {
-            hints::ask(hints::Ask::Write, row.wrapping_offset(at));
+        let row = at.wrapping_offset(r * stride as isize);
+        for line in lines_of(row, row_bytes.max(0) as usize) {
+            hints::ask(what, row.wrapping_offset(line));
         }
     }
 }
