@@ -1041,6 +1041,78 @@ fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
     assert_eq!(plan, plain);
 }
 
+#[test]
+fn long_zips_and_unzips_with_few_outer_iterations_are_cut_for_threads() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Kernel, Plan, ASK_GROUPS};
+    use relayout::Target;
+    let eager = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    let (prefetched, stored) = prefetched_and_stored();
+    // A complex split and join, and one image of three channels into pixels and back: each is
+    // a single zip or unzip of a long run unless the planner cuts the run. Sixteen images of
+    // the same size already give threads sixteen iterations to share.
+    let one_run = [
+        ("cute:(160009,2):(2,1)", "cute:(160009,2):(1,160009)"),
+        ("cute:(160009,2):(1,160009)", "cute:(160009,2):(2,1)"),
+        ("cute:(3,160009):(160009,1)", "cute:(3,160009):(1,3)"),
+        ("cute:(160009,3):(3,1)", "cute:(160009,3):(1,160009)"),
+    ];
+    let images = [
+        (
+            "cute:(16,3,22003):(66009,22003,1)",
+            "cute:(16,3,22003):(66009,1,3)",
+        ),
+        (
+            "cute:(16,22003,3):(66009,3,1)",
+            "cute:(16,22003,3):(66009,1,22003)",
+        ),
+    ];
+    for (pairs, cut) in [(&one_run[..], true), (&images[..], false)] {
+        for &(src, dst) in pairs {
+            let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
+            for tactics in [prefetched, stored] {
+                for elem_size in [1, 2, 4, 8] {
+                    let plan = Plan::with_tactics(&src, &dst, elem_size, tactics, eager).unwrap();
+                    let (first, rest) = plan.regions().split_first().unwrap();
+                    // More strips than lanes (three of 8-byte elements) make a transpose.
+                    let tile = match first.kernel {
+                        Kernel::Zip { tile, .. } | Kernel::Unzip { tile, .. } => Some(tile),
+                        _ => None,
+                    };
+                    assert!(elem_size != 4 || tile.is_some(), "{plan}");
+                    if let Some(tile) = tile.filter(|_| cut) {
+                        // Whole calls of asking ahead in each chunk, the rest in one more
+                        // region; two threads split the chunks evenly.
+                        assert!(plan.work() >= 16, "{plan}");
+                        assert_eq!(tile.long.extent % (tile.lanes * ASK_GROUPS), 0, "{plan}");
+                        assert!(rest.len() <= 1, "{plan}");
+                        let half = plan.balanced_split(2)[1];
+                        assert!(half.abs_diff(plan.work() / 2) <= 1, "{plan}");
+                    } else if let Some(tile) = tile {
+                        assert_eq!((plan.work(), plan.regions().len()), (16, 1), "{plan}");
+                        assert_eq!(tile.long.extent, 22003, "{plan}");
+                    }
+                    common::check_plan_moves_of(&plan, &src, &dst);
+                    let pin = Some(Pin {
+                        tactics,
+                        target: eager,
+                    });
+                    let run = Run {
+                        elem_size,
+                        pad: None,
+                        threads: 2,
+                        pin,
+                    };
+                    check_guarded(&src, &dst, run).unwrap();
+                }
+            }
+        }
+    }
+}
+
 /// Tactics with large writes prefetched, and with them stored, the rest default.
 fn prefetched_and_stored() -> (relayout::plan::Tactics, relayout::plan::Tactics) {
     use relayout::plan::{LargeWrites, Tactics};

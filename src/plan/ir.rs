@@ -266,6 +266,14 @@ impl ZipTile {
     pub fn elements(&self) -> usize {
         self.short.extent * self.long.extent
     }
+
+    /// The same tile over `extent` steps of its long loop (a chunk of the run).
+    pub const fn with_long_extent(self, extent: usize) -> ZipTile {
+        ZipTile {
+            long: self.long.with_extent(extent),
+            ..self
+        }
+    }
 }
 
 /// Where a zip stores its interleaved run.

@@ -10,8 +10,8 @@
 //! tests prove a plan moves every element exactly once.
 //!
 //! Most pairs give one region, and a pair of empty layouts (an extent of 0) none; a dim whose extent is not a whole number of tiles (padding) adds a
-//! region per partial tile, and large contiguous copies are split so that threads can share
-//! them. Dims whose digits do not refine (incompatible splits, fused XLA/TVM sources) are
+//! region per partial tile, and large contiguous copies (and long zips and unzips with few outer
+//! iterations) are split so that threads can share them. Dims whose digits do not refine (incompatible splits, fused XLA/TVM sources) are
 //! iterated by an [`Indexed`] loop that evaluates their offsets with division and modulo; every
 //! other dim is walked by pointer increments. A swizzled layout's offsets are swizzled in the
 //! indexed loop, once per point ([`IndexedSwizzle`]); where the swizzle leaves runs of `2^M`

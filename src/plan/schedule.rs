@@ -1,6 +1,6 @@
 //! Steps 2–4 of planning for one region: coalesce its loops, pick the innermost kernel, order
-//! the outer loops, cut transposes into blocks and long copies into chunks, and decide how each
-//! kernel writes.
+//! the outer loops, cut transposes into blocks and long copies, zips and unzips into chunks, and
+//! decide how each kernel writes.
 
 use super::ir::{
     CopyWrite, Flush, Join, Kernel, Loop, Region, RunHead, RunTail, TransposeTile, TransposeWrite,
@@ -12,6 +12,10 @@ use crate::target::Target;
 
 /// Contiguous copies longer than this many bytes are split into chunks of this size.
 const COPY_CHUNK_BYTES: usize = 16 * 1024;
+/// A region with fewer outer iterations than this, around a zip or unzip of a long run, has the
+/// run cut into chunks, so that threads (which split the outer iterations) share it evenly:
+/// two threads split 16 iterations 8 to 8, and any count above it within about 6%.
+const SHARED_WORK: usize = 16;
 /// Zips that stream are cut into interleaved runs of at most about this many bytes.
 const ZIP_CHUNK_BYTES: usize = 4096;
 /// Zips whose interleaved run has at least this many bytes stream it out from a staging buffer,
@@ -176,36 +180,27 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
                 Some((head, rest, rest_tile)) => (vec![head], rest, rest_tile),
                 None => (Vec::new(), region, tile),
             };
-            if cx.streams_runs() && tile.elements() * elem_size > ZIP_CHUNK_BYTES {
-                // Whole lines of each strip per chunk, so that consecutive chunks stream whole
-                // lines of every strip.
-                let line = (cx.target.line_bytes / elem_size).max(lanes);
-                let row = (ZIP_CHUNK_BYTES / (tile.short.extent * elem_size) / line).max(1) * line;
-                regions.extend(split_tile_loop(region, tile.long, row, |extent| {
-                    Kernel::Unzip {
-                        tile: ZipTile {
-                            long: tile.long.with_extent(extent),
-                            ..tile
-                        },
-                        write,
-                    }
-                }));
-            } else {
-                regions.push(region);
+            match zip_chunk_steps(tile, Strips::Destination, region.outer_extent(), cx) {
+                Some(steps) => {
+                    regions.extend(split_tile_loop(region, tile.long, steps, |extent| {
+                        Kernel::Unzip {
+                            tile: tile.with_long_extent(extent),
+                            write,
+                        }
+                    }))
+                }
+                None => regions.push(region),
             }
             regions
         }
-        Kernel::Zip { tile, write }
-            if cx.streams_runs() && tile.elements() * elem_size > ZIP_CHUNK_BYTES =>
-        {
-            let steps = (ZIP_CHUNK_BYTES / (tile.short.extent * elem_size) / lanes).max(1) * lanes;
-            split_tile_loop(region, tile.long, steps, |extent| Kernel::Zip {
-                tile: ZipTile {
-                    long: tile.long.with_extent(extent),
-                    ..tile
-                },
-                write,
-            })
+        Kernel::Zip { tile, write } => {
+            match zip_chunk_steps(tile, Strips::Source, region.outer_extent(), cx) {
+                Some(steps) => split_tile_loop(region, tile.long, steps, |extent| Kernel::Zip {
+                    tile: tile.with_long_extent(extent),
+                    write,
+                }),
+                None => vec![region],
+            }
         }
         _ => vec![region],
     };
@@ -218,6 +213,46 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
         regions
     };
     regions.into_iter().map(|r| choose_writes(r, cx)).collect()
+}
+
+/// Which side of a zip or unzip holds its strips (the short dim's rows along the long loop).
+#[derive(Clone, Copy)]
+enum Strips {
+    /// A zip reads strips and writes one interleaved run.
+    Source,
+    /// An unzip reads one interleaved run and writes strips.
+    Destination,
+}
+
+/// Into chunks of how many steps of its long loop a zip or unzip is cut, if at all. Where runs
+/// stream, into interleaved runs of about [`ZIP_CHUNK_BYTES`] (an unzip's as whole lines of each
+/// strip, so that consecutive chunks stream whole lines of every strip). Elsewhere, where the
+/// region has fewer than [`SHARED_WORK`] outer iterations (`outer`), a tile of more than four
+/// [`COPY_CHUNK_BYTES`] is cut into chunks of about that many bytes, as long copies are, so that
+/// threads can share it: a complex split of 64 MiB is otherwise one unzip, one outer iteration
+/// that a single thread moves. Such chunks hold whole calls of asking ahead ([`ASK_GROUPS`]
+/// groups of lanes), so that a chunk leaves no groups that store without asking.
+fn zip_chunk_steps(tile: ZipTile, strips: Strips, outer: usize, cx: Context) -> Option<usize> {
+    let elem_size = cx.elem_size;
+    let lanes = cx.target.lanes(elem_size);
+    let step_bytes = tile.short.extent * elem_size;
+    let tile_bytes = tile.elements() * elem_size;
+    let (chunk_bytes, unit) = if cx.streams_runs() {
+        if tile_bytes <= ZIP_CHUNK_BYTES {
+            return None;
+        }
+        let unit = match strips {
+            Strips::Destination => (cx.target.line_bytes / elem_size).max(lanes),
+            Strips::Source => lanes,
+        };
+        (ZIP_CHUNK_BYTES, unit)
+    } else {
+        if outer >= SHARED_WORK || tile_bytes <= 4 * COPY_CHUNK_BYTES {
+            return None;
+        }
+        (COPY_CHUNK_BYTES, lanes * ASK_GROUPS)
+    };
+    Some((chunk_bytes / step_bytes / unit).max(1) * unit)
 }
 
 /// Whether a copy of `len` elements goes to one of the runtime's row routines: at least a
