@@ -644,6 +644,7 @@ fn degenerate_blockings_still_move_every_element() {
         write: BlockWrite::Streamed,
         walk: Walk::Across,
         prefetch_ahead: 0,
+        prefetch_group: 0,
     };
     let huge = Blocking {
         run_bytes: usize::MAX,
@@ -653,6 +654,7 @@ fn degenerate_blockings_still_move_every_element() {
         write: BlockWrite::Staged,
         walk: Walk::Along,
         prefetch_ahead: usize::MAX,
+        prefetch_group: usize::MAX,
     };
     let huge_macro = Blocking {
         macro_strips: usize::MAX,

@@ -229,6 +229,81 @@ fn far_source_rows_prefetch_three_blocks_ahead() {
 }
 
 #[test]
+fn very_far_source_rows_prefetch_groups_of_blocks() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Blocking, Kernel, Plan, Tactics};
+    use relayout::Target;
+    // Source rows 256 KiB apart (4-byte elements) or more are very far apart: blocks that
+    // continue one another along the source rows ask for eight blocks' source at a time.
+    // Rows closer together, and 8-byte elements, ask block by block.
+    let eager = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    let reversal = |n: usize, k: usize| {
+        let shape = [n, 2, k];
+        let src = Layout::row_major(&shape).unwrap();
+        (src, Layout::ordered(&shape, &[2, 1, 0]).unwrap())
+    };
+    for ((src, dst), elem_size, group) in [
+        (reversal(40, 32768), 4, 8),
+        (reversal(40, 32768), 2, 1),
+        (reversal(40, 16384), 4, 1),
+        (reversal(40, 65536), 2, 8),
+        (reversal(40, 32768), 8, 1),
+    ] {
+        let plan = Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager).unwrap();
+        let region = plan
+            .regions()
+            .iter()
+            .find(|r| r.prefetches())
+            .unwrap_or_else(|| panic!("no region prefetches:\n{plan}"));
+        let Kernel::Transpose { tile, .. } = region.kernel else {
+            panic!("{plan}");
+        };
+        assert_eq!(region.prefetch_group(), group, "{plan}");
+        let expected = (group > 1).then_some(Blocking::STREAMED_256_GROUPED.prefetch_group);
+        assert_eq!(
+            (group > 1).then_some(tile.prefetch_group),
+            expected,
+            "{plan}"
+        );
+        assert_eq!(
+            region.loops.last().unwrap().src_stride,
+            tile.a.extent as i64,
+            "{plan}"
+        );
+        assert_eq!(
+            plan.to_string().contains("8 blocks at a time"),
+            group == 8,
+            "{plan}"
+        );
+        common::check_plan_moves_of(&plan, &src, &dst);
+    }
+    // Groups of any size move the same elements (the prefetches only ask), in guard pages.
+    let (src, dst) = reversal(3, 4096);
+    for group in [1, 3, 8, Blocking::MAX_PREFETCH_GROUP] {
+        let blocking = Blocking {
+            prefetch_group: group,
+            ..Blocking::STREAMED_256_NARROW
+        };
+        for elem_size in [1, 2, 4, 8] {
+            let pin = Some(Pin {
+                tactics: Tactics::fixed(blocking),
+                target: eager,
+            });
+            let run = Run {
+                elem_size,
+                pad: None,
+                threads: 1,
+                pin,
+            };
+            check_guarded(&src, &dst, run).unwrap();
+        }
+    }
+}
+
+#[test]
 fn large_transposes_stage_and_stream_by_default() {
     use relayout::plan::{Flush, Kernel, LargeWrites, Plan, Tactics, TransposeWrite, Walk};
     // 2048² f32 (16 MiB) streams; with ordinary stores for large writes (a candidate of
@@ -818,6 +893,7 @@ fn staging_is_bounded_whatever_the_blocking() {
         write: BlockWrite::Streamed,
         walk: Walk::Along,
         prefetch_ahead: 1,
+        prefetch_group: 1,
     };
     let src = Layout::row_major(&[1024, 2048]).unwrap();
     let dst = Layout::col_major(&[1024, 2048]).unwrap();

@@ -28,6 +28,28 @@ pub(super) struct SourceBlock {
     pub(super) row_stride: i64,
 }
 
+/// Where a staged block asks for a later block's source ([`Region::prefetch_step`]): `step`
+/// on from its own source (in elements, or bytes once the kernel scales it), for `group`
+/// blocks at a time ([`Region::prefetch_group`]).
+///
+/// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
+/// [`Region::prefetch_group`]: crate::plan::Region::prefetch_group
+#[derive(Clone, Copy)]
+pub(super) struct Prefetch {
+    pub(super) step: i64,
+    pub(super) group: usize,
+}
+
+impl Prefetch {
+    /// The same prefetch with its step mapped (elements to bytes).
+    pub(super) fn with_step(self, step: impl Fn(i64) -> i64) -> Prefetch {
+        Prefetch {
+            step: step(self.step),
+            ..self
+        }
+    }
+}
+
 /// `tile` writing into the staging buffer: a row of `b.extent` elements per step of `a`.
 pub(super) fn into_stage(tile: TransposeTile) -> TransposeTile {
     TransposeTile {
@@ -50,16 +72,16 @@ enum Strips {
 
 impl Emitter<'_> {
     /// Emits `kernel` at source address `s` and destination address `d`; a staged transpose
-    /// prefetches the source of a later block, `prefetch_step` source elements on, if given.
+    /// prefetches the source of a later block as `prefetch` says, if given.
     pub(super) fn kernel(
         &mut self,
         kernel: Kernel,
-        prefetch_step: Option<i64>,
+        prefetch: Option<Prefetch>,
         s: Value,
         d: Value,
     ) {
         if let Some(packed) = self.packed {
-            return self.packed_kernel(packed, kernel, prefetch_step, s, d);
+            return self.packed_kernel(packed, kernel, prefetch, s, d);
         }
         match kernel {
             Kernel::Element => self.element(s, d),
@@ -98,11 +120,11 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_transpose(tile, flush, prefetch_step, s, d),
+            } => self.staged_transpose(tile, flush, prefetch, s, d),
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Joined(join),
-            } => self.joined_transpose(tile, join, prefetch_step, s, d),
+            } => self.joined_transpose(tile, join, prefetch, s, d),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::InPlace,
@@ -339,7 +361,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         flush: Flush,
-        prefetch_step: Option<i64>,
+        prefetch: Option<Prefetch>,
         s: Value,
         d: Value,
     ) {
@@ -360,7 +382,7 @@ impl Emitter<'_> {
         };
         let fill = |e: &mut Self, stage: Value| {
             e.transpose_block(into_stage, TileStores::Cached, s, stage);
-            e.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
+            e.prefetch_ahead(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
         };
         match flush {
             Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill),
@@ -383,7 +405,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         join: Join,
-        prefetch_step: Option<i64>,
+        prefetch: Option<Prefetch>,
         s: Value,
         d: Value,
     ) {
@@ -406,7 +428,7 @@ impl Emitter<'_> {
         };
         let stage = self.stage_address();
         self.transpose_block(into_stage(extended), TileStores::Cached, s, stage);
-        self.prefetch_ahead(block, prefetch_step.map(|step| step * size), s);
+        self.prefetch_ahead(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
         self.flushing(|e| {
             let routine = match JoinedEnds::of(join) {
                 Some(j) => e.joined_ends_routine(j),
@@ -457,13 +479,14 @@ impl Emitter<'_> {
     /// asks for nothing.
     ///
     /// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
-    pub(super) fn prefetch_ahead(&mut self, block: SourceBlock, step: Option<i64>, s: Value) {
-        let Some(step) = step else {
+    pub(super) fn prefetch_ahead(&mut self, block: SourceBlock, ahead: Option<Prefetch>, s: Value) {
+        let Some(ahead) = ahead else {
             return;
         };
         let routine = self.prefetch_routine();
-        let next = self.offset(s, step);
-        let shape = [block.rows as i64, block.row_bytes, block.row_stride, 0];
+        let next = self.offset(s, ahead.step);
+        let group = ahead.group as i64;
+        let shape = [block.rows as i64, block.row_bytes, block.row_stride, group];
         self.call_stream_rows(routine, next, next, shape);
     }
 

@@ -3,6 +3,7 @@
 
 use cranelift_codegen::ir::{condcodes::IntCC, types, BlockArg, InstBuilder, Value};
 
+use super::kernels::Prefetch;
 use super::Emitter;
 use crate::plan::{Kernel, Loop};
 
@@ -88,22 +89,22 @@ impl Emitter<'_> {
         self.region_nest(loops, kernel, None, s, d)
     }
 
-    /// [`Emitter::nest`] for a region's kernel, which prefetches the block `prefetch_step`
-    /// source elements on, if the plan says so ([`Region::prefetch_step`]).
+    /// [`Emitter::nest`] for a region's kernel, which prefetches a later block's source as
+    /// `prefetch` says, if the plan says so ([`Region::prefetch_step`]).
     ///
     /// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
     pub(super) fn region_nest(
         &mut self,
         loops: &[Loop],
         kernel: Kernel,
-        prefetch_step: Option<i64>,
+        prefetch: Option<Prefetch>,
         s: Value,
         d: Value,
     ) {
         match loops.split_first() {
-            None => self.kernel(kernel, prefetch_step, s, d),
+            None => self.kernel(kernel, prefetch, s, d),
             Some((outer, inner)) => self.fixed_loop(*outer, s, d, |e, s, d| {
-                e.region_nest(inner, kernel, prefetch_step, s, d)
+                e.region_nest(inner, kernel, prefetch, s, d)
             }),
         }
     }

@@ -31,6 +31,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use std::collections::HashMap;
 
 use convert::TableRead;
+use kernels::Prefetch;
 
 use crate::convert::Arithmetic;
 use crate::plan::{CopyWrite, Flush, Packed, Plan, Region};
@@ -355,7 +356,10 @@ impl Emitter<'_> {
     /// The table pointer, if any, is at the region's first index.
     fn region(&mut self, region: &Region, src: Value, dst: Value, lo: Value, hi: Value) {
         let (s, d) = self.advance(src, dst, (region.src_base, region.dst_base));
-        let prefetch_step = region.prefetch_step();
+        let prefetch = region.prefetch_step().map(|step| Prefetch {
+            step,
+            group: region.prefetch_group(),
+        });
         match (&region.indexed, region.loops.split_first()) {
             (Some(ix), _) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, i, s, d| {
                 let (so, doff) = e.indexed_offsets(ix, i);
@@ -366,7 +370,7 @@ impl Emitter<'_> {
                     let bytes = e.b.ins().imul_imm_s(index, e.index_bytes);
                     e.table = Some(e.b.ins().iadd(t, bytes));
                 }
-                e.region_nest(&region.loops, region.kernel, prefetch_step, s, d);
+                e.region_nest(&region.loops, region.kernel, prefetch, s, d);
                 e.table = saved;
             }),
             (None, Some((outer, inner))) => {
@@ -377,12 +381,12 @@ impl Emitter<'_> {
                     saved.map(|t| self.scaled_start(t, lo, outer.index_stride * self.index_bytes));
                 let strides = (outer.src_stride, outer.dst_stride, outer.index_stride);
                 self.counted_loop(lo, hi, s, d, strides, |e, _, s, d| {
-                    e.region_nest(inner, region.kernel, prefetch_step, s, d)
+                    e.region_nest(inner, region.kernel, prefetch, s, d)
                 });
                 self.table = saved;
             }
             (None, None) => self.counted_loop(lo, hi, s, d, (0, 0, 0), |e, _, s, d| {
-                e.region_nest(&[], region.kernel, prefetch_step, s, d)
+                e.region_nest(&[], region.kernel, prefetch, s, d)
             }),
         }
     }

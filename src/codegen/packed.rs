@@ -16,7 +16,7 @@
 
 use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
 
-use super::kernels::{into_stage, SourceBlock};
+use super::kernels::{into_stage, Prefetch, SourceBlock};
 use super::network::Network;
 use super::{Emitter, VECTOR_BYTES};
 use crate::plan::{CopyWrite, Flush, Kernel, Loop, Packed, TransposeTile, TransposeWrite};
@@ -39,7 +39,7 @@ impl Emitter<'_> {
         &mut self,
         packed: Packed,
         kernel: Kernel,
-        prefetch_step: Option<i64>,
+        prefetch: Option<Prefetch>,
         s: Value,
         d: Value,
     ) {
@@ -66,7 +66,7 @@ impl Emitter<'_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.staged_nibble_transpose(tile, flush, prefetch_step, s, d),
+            } => self.staged_nibble_transpose(tile, flush, prefetch, s, d),
             // The planner lowers the other kernels to element moves, and joins no runs of
             // nibbles (the verifier checks both); were one left, its loops around element
             // moves do the same.
@@ -107,7 +107,7 @@ impl Emitter<'_> {
         &mut self,
         tile: TransposeTile,
         flush: Flush,
-        prefetch_step: Option<i64>,
+        prefetch: Option<Prefetch>,
         s: Value,
         d: Value,
     ) {
@@ -124,7 +124,11 @@ impl Emitter<'_> {
             row_stride: tile.b.src_stride / k as i64,
         };
         let s_bytes = self.byte_address(PACKED_4, s);
-        self.prefetch_ahead(block, prefetch_step.map(|step| step / k as i64), s_bytes);
+        self.prefetch_ahead(
+            block,
+            prefetch.map(|p| p.with_step(|step| step / k as i64)),
+            s_bytes,
+        );
         let rows = Loop {
             extent: tile.a.extent,
             src_stride: row as i64,

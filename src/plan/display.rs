@@ -105,11 +105,15 @@ impl Nest<'_, '_> {
                 _ if !region.prefetches() => String::new(),
                 Kernel::Transpose { tile, .. } if tile.prefetch_ahead > 1 => {
                     format!(
-                        ", the source {} blocks ahead prefetched,",
-                        tile.prefetch_ahead
+                        ", the source {} blocks ahead prefetched{},",
+                        tile.prefetch_ahead,
+                        grouped(region.prefetch_group())
                     )
                 }
-                _ => ", the next block's source prefetched,".to_string(),
+                _ => format!(
+                    ", the next block's source prefetched{},",
+                    grouped(region.prefetch_group())
+                ),
             };
             let run_bytes = match region.kernel {
                 Kernel::Transpose { tile, .. } => tile.b.extent * plan.dst_elem_size(),
@@ -249,6 +253,15 @@ impl Nest<'_, '_> {
                 asking(write == UnzipWrite::Prefetched),
             )),
         }
+    }
+}
+
+/// What a staged transpose's line says of prefetching `group` blocks at a time
+/// ([`Region::prefetch_group`]).
+fn grouped(group: usize) -> String {
+    match group {
+        1 => String::new(),
+        n => format!(" {n} blocks at a time"),
     }
 }
 

@@ -149,6 +149,11 @@ pub struct TransposeTile {
     ///
     /// [`Blocking::MAX_PREFETCH_AHEAD`]: crate::plan::Blocking::MAX_PREFETCH_AHEAD
     pub prefetch_ahead: usize,
+    /// For how many consecutive blocks one prefetch asks at a time (1 to
+    /// [`Blocking::MAX_PREFETCH_GROUP`]; see [`Region::prefetch_group`]).
+    ///
+    /// [`Blocking::MAX_PREFETCH_GROUP`]: crate::plan::Blocking::MAX_PREFETCH_GROUP
+    pub prefetch_group: usize,
 }
 
 /// The order in which a transpose visits its register tiles.
@@ -698,6 +703,24 @@ impl Region {
         };
         let step = self.loops.last()?.src_stride;
         (step != 0).then_some(step.saturating_mul(tile.prefetch_ahead as i64))
+    }
+
+    /// For how many blocks one prefetch asks, when the code prefetches ([`Region::prefetches`]):
+    /// the tile's [`prefetch_group`](TransposeTile::prefetch_group) where the innermost loop
+    /// steps along the source rows by whole blocks (each block's source continues the one
+    /// before it, so that `n` blocks' rows are runs `n` times as long), else 1. The blocks whose
+    /// prefetched source starts on a multiple of the group's bytes ask for the group (counted
+    /// from address 0, so that one of every `n` consecutive blocks does), the others for
+    /// nothing.
+    pub fn prefetch_group(&self) -> usize {
+        match (self.kernel, self.loops.last()) {
+            (Kernel::Transpose { tile, .. }, Some(l))
+                if self.prefetches() && l.src_stride == tile.a.extent as i64 =>
+            {
+                tile.prefetch_group.max(1)
+            }
+            _ => 1,
+        }
     }
 
     /// Iterations of the outermost loop: the unit in which work is split between threads.

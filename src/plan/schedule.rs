@@ -490,6 +490,7 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize, zips: bool) -> Kernel {
                 lanes,
                 walk: Walk::Along,
                 prefetch_ahead: 1,
+                prefetch_group: 1,
             },
             write: TransposeWrite::InPlace,
         };
@@ -555,6 +556,7 @@ fn block_transpose(
     let tile = TransposeTile {
         walk: blocking.walk,
         prefetch_ahead: blocking.prefetch_blocks(),
+        prefetch_group: blocking.prefetch_blocks_at_once(),
         ..tile
     };
     let strip = lanes.max(blocking.run_bytes / elem_size);
@@ -1142,6 +1144,7 @@ mod tests {
                 lanes: 4,
                 walk: Walk::Along,
                 prefetch_ahead: 1,
+                prefetch_group: 1,
             },
             write: TransposeWrite::InPlace,
         };

@@ -553,9 +553,13 @@ fn prefetch_rows_routine() -> *const u8 {
 }
 
 /// Asks the CPU to bring every cache line of `rows` rows of `row_bytes` bytes at `src` (rows
-/// `src_stride` bytes apart) into its L2 cache (`prefetcht1`); the last two arguments (the
-/// streaming routine's destination and its stride) are ignored. A prefetch reads nothing the
-/// program can see and never faults, so any address is allowed.
+/// `src_stride` bytes apart) into its L2 cache (`prefetcht1`). The last argument (the streaming
+/// routine's destination stride) is how many blocks of `row_bytes` along each row one call
+/// asks for at a time ([`Region::prefetch_group`], see [`grouped_row_bytes`]); the destination is
+/// ignored. A prefetch reads nothing the program can see and never faults, so any address is
+/// allowed.
+///
+/// [`Region::prefetch_group`]: crate::plan::Region::prefetch_group
 ///
 /// Into L2, not L1: a block's source is as large as its stage, and prefetched into L1 it evicted
 /// the stage the routine was about to write out. On a 2-core AMD EPYC (Zen 4) VM, the staged and
@@ -568,9 +572,31 @@ extern "C" fn prefetch_rows(
     rows: i64,
     row_bytes: i64,
     src_stride: i64,
-    _dst_stride: i64,
+    group: i64,
 ) {
-    ask_rows(hints::Ask::ReadIntoL2, src, rows, row_bytes, src_stride);
+    if let Some(row_bytes) = grouped_row_bytes(src as usize, row_bytes, group) {
+        ask_rows(hints::Ask::ReadIntoL2, src, rows, row_bytes, src_stride);
+    }
+}
+
+/// How many bytes of each row a call of the prefetching routine for the block at `at` asks
+/// for, when its calls come for blocks of `row_bytes` that continue one another along the
+/// rows and ask `group` blocks at a time: every block where fewer than two (`row_bytes`), or
+/// the group's bytes where the block is the first of a group and nothing (`None`) elsewhere. A
+/// group begins where `at` is a multiple of `row_bytes` by an index that `group` divides, so
+/// that one of every `group` consecutive blocks asks, whatever the buffer's alignment. Groups
+/// count as at most [`Blocking::MAX_PREFETCH_GROUP`] blocks.
+///
+/// [`Blocking::MAX_PREFETCH_GROUP`]: crate::plan::Blocking::MAX_PREFETCH_GROUP
+fn grouped_row_bytes(at: usize, row_bytes: i64, group: i64) -> Option<i64> {
+    if group <= 1 || row_bytes <= 0 {
+        return Some(row_bytes);
+    }
+    let group = group.min(crate::plan::Blocking::MAX_PREFETCH_GROUP as i64);
+    let index = at / row_bytes as usize;
+    index
+        .is_multiple_of(group as usize)
+        .then(|| row_bytes.saturating_mul(group))
 }
 
 /// Asks the CPU for every cache line of `rows` rows of `row_bytes` bytes that start
@@ -640,6 +666,10 @@ mod tests {
         // Rows that start inside a line, at the bottom and the top of the address space.
         let odd = std::ptr::null::<u8>().wrapping_add(4);
         prefetch_rows(odd, std::ptr::null_mut(), 2, 300, -8, 0);
+        // Groups of blocks, at the top of the address space and of absurd sizes.
+        let top = std::ptr::null::<u8>().wrapping_sub(256);
+        prefetch_rows(top, std::ptr::null_mut(), 4, 128, 1 << 20, 8);
+        prefetch_rows(std::ptr::null(), std::ptr::null_mut(), 2, 128, 64, i64::MAX);
         // Asked ahead for writing: the same, on the destination's side.
         let top = std::ptr::null_mut::<u8>().wrapping_sub(1024);
         ask_ahead_to_write(std::ptr::null(), top, 3, 300, 0, 4096);
@@ -647,6 +677,29 @@ mod tests {
         ask_ahead_to_write(std::ptr::null(), past.cast_mut(), -1, -1, 0, 0);
         prefetch_stored_lines::<false, false>(odd.cast_mut(), 300);
         prefetch_stored_lines::<false, false>(odd.wrapping_sub(100).cast_mut(), 300);
+    }
+
+    /// Consecutive blocks ask for their group once, from its first block, whatever the
+    /// buffer's alignment; groups of one (or none) ask for each block's own bytes.
+    #[test]
+    fn one_block_of_each_group_asks_for_the_group() {
+        for base in [0usize, 4, 100, 4096 + 64] {
+            let asks: Vec<(usize, i64)> = (0..32)
+                .filter_map(|i| {
+                    let at = base + 128 * i;
+                    grouped_row_bytes(at, 128, 8).map(|bytes| (i, bytes))
+                })
+                .collect();
+            assert_eq!(asks.len(), 4, "{base}");
+            assert!(asks.iter().all(|&(_, bytes)| bytes == 1024));
+            assert!(asks.windows(2).all(|w| w[1].0 - w[0].0 == 8), "{asks:?}");
+        }
+        for group in [-1, 0, 1] {
+            assert_eq!(grouped_row_bytes(300, 128, group), Some(128));
+        }
+        assert_eq!(grouped_row_bytes(300, 0, 8), Some(0));
+        assert_eq!(grouped_row_bytes(0, i64::MAX, 8), Some(i64::MAX));
+        assert_eq!(grouped_row_bytes(0, 128, i64::MAX), Some(128 * 64));
     }
 
     /// Every routine generated code may call resolves under a symbol of its own; the core
