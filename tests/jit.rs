@@ -174,14 +174,11 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
 #[test]
 fn far_source_rows_prefetch_three_blocks_ahead() {
     use relayout::plan::{Blocking, Kernel, Plan, Tactics};
-    use relayout::{reference, DType, Options, Target};
+    use relayout::{reference, DType, Options};
     // A target that streams from the first byte plans large transposes at test sizes. Rows of
     // 16 KiB (8-byte elements) are far apart: the prefetched block is three steps along the
     // innermost loop; rows of 8 KiB, and 4-byte elements, prefetch the next block.
-    let eager = Target {
-        stream_min_bytes: 0,
-        ..Target::host()
-    };
+    let eager = streams_from_the_first_byte();
     for (shape, elem_size, ahead) in [
         ([40, 2048], 8, 3),
         ([40, 1024], 8, 1),
@@ -232,14 +229,10 @@ fn far_source_rows_prefetch_three_blocks_ahead() {
 fn very_far_source_rows_prefetch_groups_of_blocks() {
     use common::guard::{check_guarded, Pin, Run};
     use relayout::plan::{Blocking, Kernel, Plan, Tactics};
-    use relayout::Target;
     // Source rows 256 KiB apart (4-byte elements) or more are very far apart: blocks that
     // continue one another along the source rows ask for eight blocks' source at a time.
     // Rows closer together, and 8-byte elements, ask block by block.
-    let eager = Target {
-        stream_min_bytes: 0,
-        ..Target::host()
-    };
+    let eager = streams_from_the_first_byte();
     let reversal = |n: usize, k: usize| {
         let shape = [n, 2, k];
         let src = Layout::row_major(&shape).unwrap();
@@ -1121,11 +1114,7 @@ fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
 fn long_zips_and_unzips_with_few_outer_iterations_are_cut_for_threads() {
     use common::guard::{check_guarded, Pin, Run};
     use relayout::plan::{Kernel, Plan, ASK_GROUPS};
-    use relayout::Target;
-    let eager = Target {
-        stream_min_bytes: 0,
-        ..Target::host()
-    };
+    let eager = streams_from_the_first_byte();
     let (prefetched, stored) = prefetched_and_stored();
     // A complex split and join, and one image of three channels into pixels and back: each is
     // a single zip or unzip of a long run unless the planner cuts the run. Sixteen images of
@@ -1189,6 +1178,15 @@ fn long_zips_and_unzips_with_few_outer_iterations_are_cut_for_threads() {
     }
 }
 
+/// The host, streaming (or asking ahead) from the first byte, so that test sizes plan as large
+/// destinations do.
+fn streams_from_the_first_byte() -> relayout::Target {
+    relayout::Target {
+        stream_min_bytes: 0,
+        ..relayout::Target::host()
+    }
+}
+
 /// Tactics with large writes prefetched, and with them stored, the rest default.
 fn prefetched_and_stored() -> (relayout::plan::Tactics, relayout::plan::Tactics) {
     use relayout::plan::{LargeWrites, Tactics};
@@ -1203,11 +1201,7 @@ fn prefetched_and_stored() -> (relayout::plan::Tactics, relayout::plan::Tactics)
 fn prefetched_zips_and_unzips_of_long_runs_ask_ahead_by_calls() {
     use common::guard::Pin;
     use relayout::plan::{Kernel, Plan, UnzipWrite, ZipTile, ZipWrite, ASK_GROUPS};
-    use relayout::Target;
-    let eager = Target {
-        stream_min_bytes: 0,
-        ..Target::host()
-    };
+    let eager = streams_from_the_first_byte();
     let (prefetched, stored) = prefetched_and_stored();
     // Each zip and unzip of a plan: whether it zips, whether it asks ahead, and whether its run
     // holds two calls' worth of groups.
@@ -1406,13 +1400,9 @@ fn few_channel_unzips_stream_their_strips() {
 fn staged_strips_of_one_source_stream_read_as_pieces_side_by_side() {
     use common::guard::{check_guarded, Pin, Run};
     use relayout::plan::{LargeWrites, Plan, Tactics};
-    use relayout::Target;
     // A target that streams from the first byte stages odd/even strips at test sizes; with
     // `StreamedInPieces` a run of four pages is read as four pieces side by side.
-    let eager = Target {
-        stream_min_bytes: 0,
-        ..Target::host()
-    };
+    let eager = streams_from_the_first_byte();
     let in_pieces = Tactics {
         large_writes: LargeWrites::StreamedInPieces,
         ..Tactics::default()

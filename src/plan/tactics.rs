@@ -912,6 +912,16 @@ impl FromStr for Tactics {
                 order,
             });
         }
+        // A count from 1 to `most`, 1 where the field is missing.
+        let optional_count = |name: &str, most: usize, what: fn(usize) -> String| {
+            if get(name).is_err() {
+                return Ok(1);
+            }
+            match number(name)? {
+                n @ 1.. if n <= most => Ok(n),
+                n => Err(bad(format!("{} (1 to {most})", what(n)))),
+            }
+        };
         let (strips, blocks) = get("macro")?
             .split_once('x')
             .ok_or_else(|| bad("'macro' is not STRIPSxBLOCKS".into()))?;
@@ -933,26 +943,12 @@ impl FromStr for Tactics {
                 "across" => Walk::Across,
                 other => return Err(bad(format!("walk '{other}'"))),
             },
-            prefetch_ahead: match get("prefetch") {
-                Err(_) => 1,
-                Ok(_) => match number("prefetch")? {
-                    n @ 1..=Blocking::MAX_PREFETCH_AHEAD => n,
-                    n => {
-                        let most = Blocking::MAX_PREFETCH_AHEAD;
-                        return Err(bad(format!("prefetch {n} blocks ahead (1 to {most})")));
-                    }
-                },
-            },
-            prefetch_group: match get("group") {
-                Err(_) => 1,
-                Ok(_) => match number("group")? {
-                    n @ 1..=Blocking::MAX_PREFETCH_GROUP => n,
-                    n => {
-                        let most = Blocking::MAX_PREFETCH_GROUP;
-                        return Err(bad(format!("prefetch groups of {n} blocks (1 to {most})")));
-                    }
-                },
-            },
+            prefetch_ahead: optional_count("prefetch", Blocking::MAX_PREFETCH_AHEAD, |n| {
+                format!("prefetch {n} blocks ahead")
+            })?,
+            prefetch_group: optional_count("group", Blocking::MAX_PREFETCH_GROUP, |n| {
+                format!("prefetch groups of {n} blocks")
+            })?,
         };
         Ok(Tactics {
             tiling: Tiling::Fixed(blocking),
