@@ -14,26 +14,26 @@
 //!
 //! # Example
 //!
-//! An 8×6 matrix stored row-major, written in CuTe's `shape:stride` notation, is copied into
+//! An 8×10 matrix stored row-major, written in CuTe's `shape:stride` notation, is copied into
 //! XLA's column-major layout of the same matrix (`minor_to_major` `{0,1}`: dim 0 varies
 //! fastest):
 //!
 //! ```
 //! use relayout::{compile_relayout, Layout};
 //!
-//! let src = Layout::parse("cute:(8,6):(6,1)")?;
-//! let dst = Layout::parse("xla:f32[8,6]{0,1}")?;
-//! assert_eq!(src.offset(&[1, 2])?, 8); // row 1 starts at 6
+//! let src = Layout::parse("cute:(8,10):(10,1)")?;
+//! let dst = Layout::parse("xla:f32[8,10]{0,1}")?;
+//! assert_eq!(src.offset(&[1, 2])?, 12); // row 1 starts at 10
 //! assert_eq!(dst.offset(&[1, 2])?, 17); // column 2 starts at 16
 //!
 //! // A kernel for this pair and 4-byte elements (f32, u32, i32).
 //! let kernel = compile_relayout(&src, &dst)?;
 //!
-//! let a: Vec<f32> = (0..48).map(|i| i as f32).collect();
+//! let a: Vec<f32> = (0..80).map(|i| i as f32).collect();
 //! let mut b = vec![0.0f32; dst.cosize()];
 //! kernel.run(&a, &mut b)?; // checks the element size and the slice lengths
-//! assert_eq!(b[..8], [0.0, 6.0, 12.0, 18.0, 24.0, 30.0, 36.0, 42.0]); // the first column
-//! assert_eq!(b[dst.index(&[7, 5])?], a[src.index(&[7, 5])?]);
+//! assert_eq!(b[..8], [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0]); // the first column
+//! assert_eq!(b[dst.index(&[7, 9])?], a[src.index(&[7, 9])?]);
 //!
 //! // The loop nest the planner chose: 4x4 register transposes.
 //! let plan = kernel.plan().to_string();
@@ -45,14 +45,14 @@
 //! The plan printed here reads:
 //!
 //! ```text
-//! plan: 4-byte elements, src 48 elements, dst 48 elements, 1 region(s), work 1
+//! plan: 4-byte elements, src 80 elements, dst 80 elements, 1 region(s), work 1
 //! region 0: src at 0, dst at 0
-//!   transpose 4x4 register tiles: a 6 (src += 1, dst += 8) x b 8 (src += 6, dst += 1)
+//!   transpose 4x4 register tiles: a 10 (src += 1, dst += 8) x b 8 (src += 10, dst += 1)
 //! ```
 //!
-//! The kernel walks the source rows (`a`, 6 elements) and the destination columns (`b`, 8
-//! elements) in tiles of 4×4 elements held in vector registers; the 6 columns are one whole tile
-//! and a tail of 2, which this small kernel moves element by element (large ones finish their
+//! The kernel walks the source rows (`a`, 10 elements) and the destination columns (`b`, 8
+//! elements) in tiles of 4×4 elements held in vector registers; the 10 columns are two whole
+//! tiles and a tail of 2, which this small kernel moves element by element (large ones finish their
 //! edges with tiles that overlap the whole ones). A matrix of 4 rows would be zipped instead:
 //! four strips interleaved in registers, as NCHW → NHWC with four channels is. [`Relayout::clif`] and
 //! [`Relayout::asm`] show the Cranelift IR and the machine code of the same kernel, and

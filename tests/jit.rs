@@ -1065,14 +1065,14 @@ fn prefetched_transposes_store_tiles_in_place_asking_ahead() {
         writes.collect()
     };
     // NCHW -> NCHW16c (16 rows of 64 bytes a block), a 2-D transpose with edges on both sides,
-    // and NHWC -> NCHW with 6 channels (no whole 8 x 8 tile).
+    // and NHWC -> NCHW with 10 channels (no whole tile, and too many to unzip but in bytes).
     let pairs = [
         (
             "tvm:[2,32,5,7] lambda n,c,h,w: [n, c, h, w]",
             "tvm:[2,32,5,7] lambda n,c,h,w: [n, c//16, h, w, c%16]",
         ),
         ("cute:(37,45):(45,1)", "cute:(37,45):(1,37)"),
-        ("cute:(3,50,6):(300,6,1)", "cute:(3,50,6):(300,1,50)"),
+        ("cute:(3,50,10):(500,10,1)", "cute:(3,50,10):(500,1,50)"),
     ];
     for (src, dst) in pairs {
         let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
@@ -1263,9 +1263,9 @@ fn prefetched_zips_and_unzips_of_long_runs_ask_ahead_by_calls() {
 #[test]
 fn channels_past_the_lanes_finish_their_blocks_with_edge_tiles() {
     // NHWC <-> NCHW with more channels than lanes and not a whole number of tiles, large
-    // enough that every element size takes the runtime's block transpose (past the emitted
-    // tiles' limit), whose edges are tiles that overlap the whole ones: every element lands
-    // where the reference puts it, and only there.
+    // enough that every element size that does not zip or unzip them takes the runtime's
+    // block transpose (past the emitted tiles' limit), whose edges are tiles that overlap the
+    // whole ones: every element lands where the reference puts it, and only there.
     for k in [5usize, 6, 7, 9, 13] {
         let shape = [2, k, 1531];
         let planar = Layout::row_major(&shape).unwrap();
@@ -1277,11 +1277,13 @@ fn channels_past_the_lanes_finish_their_blocks_with_edge_tiles() {
 
 #[test]
 fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
-    use relayout::plan::{Kernel, Plan};
+    use relayout::plan::{Kernel, Plan, ZipTile};
     // k strips of n elements interleaved (NCHW -> NHWC with k channels, RGB pixels) and back,
     // for every k from 3 to 15, with whole vectors and element tails along the strips: every
-    // k up to the lane count of an element size takes a shuffle network, not element moves
-    // (more strips than lanes make a transpose).
+    // k up to the lane count of an element size takes a shuffle network, not element moves,
+    // and so do a few more than the lanes of 4- and 8-byte elements where the planner takes
+    // them (`ZipTile::zips`, `ZipTile::unzips`; otherwise more strips than lanes make a
+    // transpose).
     for k in 3..=15usize {
         for n in [16, 37] {
             let planar = Layout::row_major(&[2, k, n]).unwrap();
@@ -1290,13 +1292,18 @@ fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
             check_pair(&interleaved, &planar);
             for elem in [1usize, 2, 4, 8] {
                 let lanes = 16 / elem;
-                for (from, to) in [(&planar, &interleaved), (&interleaved, &planar)] {
+                let ways = [
+                    (&planar, &interleaved, ZipTile::zips(k, lanes)),
+                    (&interleaved, &planar, ZipTile::unzips(k, lanes)),
+                ];
+                for (from, to, takes) in ways {
                     let plan = Plan::new(from, to, elem).unwrap();
                     let shuffled = plan
                         .regions()
                         .iter()
                         .any(|r| matches!(r.kernel, Kernel::Zip { .. } | Kernel::Unzip { .. }));
-                    assert_eq!(shuffled, k <= lanes, "k {k}, {elem}-byte elements:\n{plan}");
+                    assert_eq!(shuffled, takes, "k {k}, {elem}-byte elements:\n{plan}");
+                    assert!(takes || k > lanes, "k {k}, {elem}-byte elements");
                 }
             }
         }

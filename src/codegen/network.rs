@@ -9,7 +9,9 @@
 //! (`punpck*`, `shufps`, pack). Other short strips (3, 5, 6, 7 … elements, RGB pixels, NCHW with
 //! three channels) take a *gather* network: blends and one-register permutes where the lanes
 //! allow, else each output register is folded together from the few input registers its lanes
-//! come from, one two-register byte shuffle per extra source.
+//! come from, one two-register byte shuffle per extra source. Even counts with an odd factor
+//! (6, 10, 12 …) may instead halve first: de-interleave stages leave groups of an odd count of
+//! strips, each gathered on its own (zips run the same the other way round).
 
 use cranelift_codegen::ir::{types, Endianness, Immediate, InstBuilder, MemFlagsData, Type, Value};
 
@@ -105,42 +107,124 @@ impl Network {
 
     /// Interleaves `k` registers element by element: register `i` holds strip `i`, and the
     /// outputs, in order, hold the strips zipped.
+    ///
+    /// Strip counts with an odd factor `m > 1` take a gather network; where they are even too
+    /// (`k = 2^a · m`: six or twelve channels) the cheaper of one gather of all `k` and a
+    /// gather of `m` for each of the `2^a` groups of strips followed by `a` interleave stages.
     pub(super) fn zip(k: usize, elem: usize) -> Network {
-        if !k.is_power_of_two() {
-            let lanes = VECTOR_BYTES / elem;
-            // Output lane `t` of the run is element `t / k` of strip `t % k`.
-            return Network::gather(k, elem, |r, j| {
-                let t = r * lanes + j;
-                (t % k, t / k)
-            });
+        let halvings = k.trailing_zeros() as usize;
+        let m = k >> halvings;
+        if m == 1 {
+            return Network::in_place(k, vec![zip_stage(k, elem); halvings]);
         }
-        let half = k / 2;
-        let stage: Vec<Op> = (0..half)
-            .flat_map(|p| {
-                [false, true].map(|high| Op {
-                    x: p,
-                    y: p + half,
-                    shuffle: Shuffle::Interleave { unit: elem, high },
-                    out: 2 * p + usize::from(high),
-                })
+        let lanes = VECTOR_BYTES / elem;
+        // Output lane `t` of a run of `n` strips is element `t / n` of strip `t % n`.
+        let zipped = |n: usize| {
+            move |r: usize, j: usize| {
+                let t = r * lanes + j;
+                (t % n, t / n)
+            }
+        };
+        let whole = Network::gather(k, elem, zipped(k));
+        if halvings == 0 {
+            return whole;
+        }
+        // Group `g` zips strips `g, g + 2^a, …` (those the interleave stages put `2^a` apart)
+        // into registers `g·m …`, whose run the stages then interleave with the other groups'.
+        let group = Network::gather(m, elem, zipped(m));
+        let groups = 1 << halvings;
+        let mut staged = Network {
+            inputs: k,
+            registers: k,
+            stages: Vec::new(),
+            outputs: Vec::new(),
+        };
+        let mut runs = Vec::new();
+        for g in 0..groups {
+            runs.extend(staged.append(&group, |i| g + groups * i));
+        }
+        // The first interleave stage reads the groups' runs and writes registers 0 … k.
+        let first = zip_stage(k, elem)
+            .into_iter()
+            .map(|op| Op {
+                x: runs[op.x],
+                y: runs[op.y],
+                ..op
             })
             .collect();
-        Network::in_place(k, vec![stage; k.trailing_zeros() as usize])
+        staged.stages.push(first);
+        staged.stages.extend(vec![zip_stage(k, elem); halvings - 1]);
+        staged.outputs = (0..k).collect();
+        Network::cheaper(whole, staged)
     }
 
     /// The inverse of [`Network::zip`]: `k` registers of `k` interleaved strips into one register
-    /// per strip.
+    /// per strip. For `k = 2^a · m`, the cheaper of one gather of all `k` and `a` de-interleave
+    /// stages followed by a gather of `m` for each group of `m` registers they leave.
     pub(super) fn unzip(k: usize, elem: usize) -> Network {
-        if !k.is_power_of_two() {
-            let lanes = VECTOR_BYTES / elem;
-            // Output `r` is strip `r`; its lane `j` is element `j·k + r` of the interleaved run.
-            return Network::gather(k, elem, |r, j| {
-                let q = j * k + r;
-                (q / lanes, q % lanes)
-            });
-        }
+        let halvings = k.trailing_zeros() as usize;
+        let m = k >> halvings;
         let stage = pairs_split(k, |odd| Shuffle::Deinterleave { unit: elem, odd });
-        Network::in_place(k, vec![stage; k.trailing_zeros() as usize])
+        if m == 1 {
+            return Network::in_place(k, vec![stage; halvings]);
+        }
+        let lanes = VECTOR_BYTES / elem;
+        // Output `r` of a run of `n` strips is strip `r`; its lane `j` is element `j·n + r`.
+        let unzipped = |n: usize| {
+            move |r: usize, j: usize| {
+                let q = j * n + r;
+                (q / lanes, q % lanes)
+            }
+        };
+        let whole = Network::gather(k, elem, unzipped(k));
+        if halvings == 0 {
+            return whole;
+        }
+        // The de-interleave stages leave in each group of `m` registers the run of every
+        // `2^a`-th element, which interleaves `m` strips.
+        let group = Network::gather(m, elem, unzipped(m));
+        let mut staged = Network::in_place(k, vec![stage; halvings]);
+        staged.outputs = (0..k)
+            .step_by(m)
+            .flat_map(|first| staged.append(&group, |i| first + i))
+            .collect();
+        Network::cheaper(whole, staged)
+    }
+
+    /// `b` where it costs less than `a`, else `a`.
+    fn cheaper(a: Network, b: Network) -> Network {
+        if b.cost() < a.cost() {
+            b
+        } else {
+            a
+        }
+    }
+
+    /// Appends `part`'s stages after this network's, its input `i` read from register
+    /// `input(i)` and its other registers new ones past this network's; returns the registers
+    /// that hold `part`'s outputs.
+    fn append(&mut self, part: &Network, input: impl Fn(usize) -> usize) -> Vec<usize> {
+        let base = self.registers;
+        let at = |r: usize| {
+            if r < part.inputs {
+                input(r)
+            } else {
+                base + r - part.inputs
+            }
+        };
+        self.registers += part.registers - part.inputs;
+        self.stages.extend(part.stages.iter().map(|stage| {
+            stage
+                .iter()
+                .map(|op| Op {
+                    x: at(op.x),
+                    y: at(op.y),
+                    out: at(op.out),
+                    ..*op
+                })
+                .collect()
+        }));
+        part.outputs.iter().map(|&o| at(o)).collect()
     }
 
     /// `k` input registers of `elem`-byte lanes into `k` outputs, lane `j` of output `r` being
@@ -200,6 +284,22 @@ impl Network {
         }
         self.outputs.iter().map(|&o| regs[o].clone()).collect()
     }
+}
+
+/// A stage of `n` registers that interleaves register `p` with register `n/2 + p` into
+/// registers `2p` and `2p + 1` (the inverse of a de-interleaving [`pairs_split`]).
+fn zip_stage(n: usize, elem: usize) -> Vec<Op> {
+    let half = n / 2;
+    (0..half)
+        .flat_map(|p| {
+            [false, true].map(|high| Op {
+                x: p,
+                y: p + half,
+                shuffle: Shuffle::Interleave { unit: elem, high },
+                out: 2 * p + usize::from(high),
+            })
+        })
+        .collect()
 }
 
 /// A stage that pairs registers `2p` and `2p + 1` and sends the first shuffle of each pair to
@@ -452,8 +552,9 @@ mod tests {
         for elem in [1, 2, 4, 8] {
             let lanes = VECTOR_BYTES / elem;
             // Powers of two through the single-instruction networks, every other strip count
-            // (3, 5, 6, 7 … RGB pixels, three channels) through gathers.
-            for k in 2..=lanes {
+            // (3, 5, 6, 7 … RGB pixels, three channels) through gathers, and past the lanes
+            // (six f32 channels) as far as the planner could ask.
+            for k in 2..2 * lanes {
                 // Zip: register i is strip i; the destination interleaves the k strips.
                 check(&Network::zip(k, elem), elem, |i, e| (e * k + i) as i64);
                 // Unzip: registers hold the interleaved run; strip s goes to row s.
@@ -523,16 +624,25 @@ mod tests {
         let zip = Network::zip(3, 4);
         assert_eq!(zip.stages.len(), 3);
         assert_eq!(zip.cost(), 3 + 3 * 2);
-        // Where the strip count is prime to the lane count, 2-byte elements blend too; six
-        // strips of eight lanes do not fit either way, and fold.
+        // Where the strip count is prime to the lane count, 2-byte elements blend too.
         for k in [3, 5, 7] {
             for network in [Network::zip(k, 2), Network::unzip(k, 2)] {
                 let ops = network.stages.iter().flatten().count();
                 assert_eq!(network.cost(), ops, "k {k}: only blends and permutes");
             }
         }
+        // Six strips of eight 2-byte lanes neither blend nor permute as one gather, and fold;
+        // a de-interleave stage leaves two groups of three strips, which do.
+        let whole = Network::gather(6, 2, |r, j| ((j * 6 + r) / 8, (j * 6 + r) % 8));
+        assert!(whole.cost() > whole.stages.iter().flatten().count());
         let six = Network::unzip(6, 2);
-        assert!(six.cost() > six.stages.iter().flatten().count());
+        assert_eq!(six.cost(), six.stages.iter().flatten().count());
+        assert_eq!(six.cost(), 6 + 2 * (3 * 2 + 3));
+        // Six and twelve f32 channels (more strips than lanes): one or two de-interleave
+        // stages, then gathers of three.
+        assert_eq!(Network::unzip(6, 4).cost(), 6 + 2 * 9);
+        assert_eq!(Network::unzip(12, 4).cost(), 2 * 12 + 4 * 9);
+        assert_eq!(Network::zip(6, 4).cost(), 2 * 9 + 6);
         // Blend masks take each byte from its own position, a pair at a time (`pblendw`).
         let mask = blend_mask(2, |p| p % 3 == 0);
         assert!(is_blend(&mask));

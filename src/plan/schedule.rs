@@ -447,8 +447,8 @@ fn coalesce(mut loops: Vec<Loop>) -> Vec<Loop> {
 }
 
 /// Chooses the kernel from the loops and removes the loops it consumes:
-/// a loop contiguous on both sides is a copy; a short loop of 2 to `lanes` strips interleaved
-/// with a long one is a zip or unzip (only with `zips`); a source-contiguous and a
+/// a loop contiguous on both sides is a copy; a short loop of strips interleaved with a long
+/// one is a zip or unzip (only with `zips`; see [`pick_zip`]); a source-contiguous and a
 /// destination-contiguous loop of at least `lanes` each form a transpose; anything else moves
 /// single elements, with the destination-contiguous (or smallest destination stride) loop
 /// innermost.
@@ -505,24 +505,30 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize, zips: bool) -> Kernel {
     Kernel::Element
 }
 
-/// A zip or unzip: a short loop (2 to `lanes` strips) that is contiguous on one side and
-/// interleaved with a long loop (at least `lanes`) that is contiguous on the other.
+/// A zip or unzip: a short loop of strips that is contiguous on one side and interleaved with
+/// a long loop (at least `lanes`) that is contiguous on the other, of as many strips as
+/// [`ZipTile::zips`] or [`ZipTile::unzips`] takes.
 fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
-    let short_ok = |l: &Loop| (2..=lanes).contains(&l.extent);
     for (i, short) in loops.iter().enumerate() {
         for (j, long) in loops.iter().enumerate() {
-            if i == j || !short_ok(short) || long.extent < lanes {
+            if i == j || long.extent < lanes {
                 continue;
             }
-            let k = short.extent as i64;
+            let n = short.extent;
+            let k = n as i64;
             let (short, long) = (*short, *long);
             let tile = ZipTile { short, long, lanes };
-            let kernel = if short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k {
+            let zip = short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k;
+            let kernel = if zip && ZipTile::zips(n, lanes) {
                 Kernel::Zip {
                     tile,
                     write: ZipWrite::InPlace,
                 }
-            } else if short.src_stride == 1 && long.src_stride == k && long.dst_stride == 1 {
+            } else if short.src_stride == 1
+                && long.src_stride == k
+                && long.dst_stride == 1
+                && ZipTile::unzips(n, lanes)
+            {
                 Kernel::Unzip {
                     tile,
                     write: UnzipWrite::InPlace,

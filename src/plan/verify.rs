@@ -39,7 +39,7 @@ pub enum Rule {
     TileStrides,
     /// A tile kernel's lanes fill exactly one vector of the target.
     Lanes,
-    /// A zip or unzip has at least 2 strips, no more than its lanes.
+    /// A zip or unzip has as many strips as it takes ([`ZipTile::zips`], [`ZipTile::unzips`]).
     Strips,
     /// A staging buffer fits the target's limit.
     StageLimit,
@@ -279,7 +279,7 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
         }
         Kernel::Zip { tile, write } => {
             lanes_fill(tile.lanes)?;
-            strips(tile)?;
+            strips(tile, ZipTile::zips)?;
             let k = tile.short.extent as i64;
             strides(
                 tile.short.dst_stride == 1
@@ -294,7 +294,7 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
         }
         Kernel::Unzip { tile, write } => {
             lanes_fill(tile.lanes)?;
-            strips(tile)?;
+            strips(tile, ZipTile::unzips)?;
             let k = tile.short.extent as i64;
             strides(
                 tile.short.src_stride == 1
@@ -336,10 +336,10 @@ fn joined(plan: &Plan, tile: TransposeTile, join: Join) -> RegionCheck {
     }
 }
 
-/// At least 2 strips, no more than the lanes.
-fn strips(tile: ZipTile) -> RegionCheck {
+/// As many strips as a zip ([`ZipTile::zips`]) or an unzip ([`ZipTile::unzips`]) takes.
+fn strips(tile: ZipTile, takes: fn(usize, usize) -> bool) -> RegionCheck {
     let k = tile.short.extent;
-    if (2..=tile.lanes).contains(&k) {
+    if takes(k, tile.lanes) {
         Ok(())
     } else {
         Err((
@@ -634,6 +634,22 @@ mod tests {
             rule_after(zip, edit(|t| t.long.dst_stride += 1)),
             Rule::TileStrides
         );
+        // Six f32 channels unzip (more strips than lanes); eight, twice the lanes, do not.
+        let six = plan(
+            &Layout::ordered(&[2, 6, 40], &[0, 2, 1]).unwrap(),
+            &Layout::row_major(&[2, 6, 40]).unwrap(),
+            4,
+        );
+        let at = is_zip(&six).expect("six channels unzip");
+        assert!(
+            matches!(six.regions[at].kernel, Kernel::Unzip { .. }),
+            "{six}"
+        );
+        let eight = |p: &mut Plan| match &mut p.regions[at].kernel {
+            Kernel::Unzip { tile, .. } => tile.short.extent = 8,
+            _ => unreachable!(),
+        };
+        assert_eq!(rule_after(six, eight), Rule::Strips);
     }
 
     #[test]
