@@ -268,9 +268,9 @@ pub struct ZipTile {
 }
 
 impl ZipTile {
-    /// Whether `k` strips of `lanes`-element vectors unzip: 2 to `lanes`, and for elements of 4
-    /// bytes or more up to one short of twice the lanes, where a transpose's square tiles
-    /// would overlap. On a 2-core Intel Xeon VM (family 6, model 85), NHWC → NCHW of 32 ×
+    /// Whether the planner unzips `k` strips of `lanes`-element vectors: 2 to `lanes`, and
+    /// with 4 lanes or fewer (elements of 4 bytes or more in 16-byte vectors) up to one short
+    /// of twice the lanes, where a transpose's square tiles would overlap. On a 2-core Intel Xeon VM (family 6, model 85), NHWC → NCHW of 32 ×
     /// 224² pixels (`relayout bench`, tuned, two alternating rounds) ran at 0.96–0.97 of
     /// memcpy in tiles and 1.03–1.07 unzipped with 5 f32 channels, 1.01 and 1.05–1.06 with 6,
     /// 1.01 and 1.05–1.07 with 7, 0.97 and 1.15 with 3 f64 channels; 2-byte elements unzipped
@@ -279,13 +279,20 @@ impl ZipTile {
         k >= 2 && (k <= lanes || (lanes <= 4 && k < 2 * lanes))
     }
 
-    /// Whether `k` strips of `lanes`-element vectors zip: 2 to `lanes`, and 3 of 8-byte
-    /// elements. Zips read a vector of every strip a step, and on the VM of
+    /// Whether the planner zips `k` strips of `lanes`-element vectors: 2 to `lanes`, and 3
+    /// with 2 lanes (8-byte elements). Zips read a vector of every strip a step, and on the VM of
     /// [`ZipTile::unzips`] zipping 6 and 7 f32 channels ran slower than tiles (NCHW → NHWC
     /// 1.13 against 1.18–1.21 of memcpy, 1.10–1.12 against 1.18–1.19), 3 f64 channels faster
     /// (1.21–1.22 against 1.17).
     pub const fn zips(k: usize, lanes: usize) -> bool {
         k >= 2 && (k <= lanes || (lanes == 2 && k == 3))
+    }
+
+    /// Whether the shuffle networks take `k` strips of `lanes`-element vectors (2 to one short
+    /// of twice the lanes, the counts they are built and tested for): what a plan may ask of
+    /// them, of which [`ZipTile::zips`] and [`ZipTile::unzips`] choose the faster.
+    pub const fn shuffles(k: usize, lanes: usize) -> bool {
+        k >= 2 && k < 2 * lanes
     }
 
     /// Elements of one tile: every strip whole.

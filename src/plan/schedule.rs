@@ -514,20 +514,19 @@ fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
             if i == j || long.extent < lanes {
                 continue;
             }
-            let n = short.extent;
-            let k = n as i64;
+            let k = short.extent;
             let (short, long) = (*short, *long);
             let tile = ZipTile { short, long, lanes };
-            let zip = short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k;
-            let kernel = if zip && ZipTile::zips(n, lanes) {
+            let zip = short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k as i64;
+            let kernel = if zip && ZipTile::zips(k, lanes) {
                 Kernel::Zip {
                     tile,
                     write: ZipWrite::InPlace,
                 }
             } else if short.src_stride == 1
-                && long.src_stride == k
+                && long.src_stride == k as i64
                 && long.dst_stride == 1
-                && ZipTile::unzips(n, lanes)
+                && ZipTile::unzips(k, lanes)
             {
                 Kernel::Unzip {
                     tile,

@@ -39,7 +39,7 @@ pub enum Rule {
     TileStrides,
     /// A tile kernel's lanes fill exactly one vector of the target.
     Lanes,
-    /// A zip or unzip has as many strips as it takes ([`ZipTile::zips`], [`ZipTile::unzips`]).
+    /// A zip or unzip has as many strips as the shuffle networks take ([`ZipTile::shuffles`]).
     Strips,
     /// A staging buffer fits the target's limit.
     StageLimit,
@@ -279,7 +279,7 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
         }
         Kernel::Zip { tile, write } => {
             lanes_fill(tile.lanes)?;
-            strips(tile, ZipTile::zips)?;
+            strips(tile)?;
             let k = tile.short.extent as i64;
             strides(
                 tile.short.dst_stride == 1
@@ -294,7 +294,7 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
         }
         Kernel::Unzip { tile, write } => {
             lanes_fill(tile.lanes)?;
-            strips(tile, ZipTile::unzips)?;
+            strips(tile)?;
             let k = tile.short.extent as i64;
             strides(
                 tile.short.src_stride == 1
@@ -336,10 +336,10 @@ fn joined(plan: &Plan, tile: TransposeTile, join: Join) -> RegionCheck {
     }
 }
 
-/// As many strips as a zip ([`ZipTile::zips`]) or an unzip ([`ZipTile::unzips`]) takes.
-fn strips(tile: ZipTile, takes: fn(usize, usize) -> bool) -> RegionCheck {
+/// As many strips as the shuffle networks take ([`ZipTile::shuffles`]).
+fn strips(tile: ZipTile) -> RegionCheck {
     let k = tile.short.extent;
-    if takes(k, tile.lanes) {
+    if ZipTile::shuffles(k, tile.lanes) {
         Ok(())
     } else {
         Err((
@@ -619,11 +619,14 @@ mod tests {
                 .iter()
                 .position(|r| matches!(r.kernel, Kernel::Zip { .. } | Kernel::Unzip { .. }))
         };
-        let at = is_zip(&zip).expect("odd/even strips zip");
+        // The edit `f` of the first zip's or unzip's tile.
         let edit = |f: fn(&mut ZipTile)| {
-            move |p: &mut Plan| match &mut p.regions[at].kernel {
-                Kernel::Zip { tile, .. } | Kernel::Unzip { tile, .. } => f(tile),
-                _ => unreachable!(),
+            move |p: &mut Plan| {
+                let at = is_zip(p).unwrap();
+                match &mut p.regions[at].kernel {
+                    Kernel::Zip { tile, .. } | Kernel::Unzip { tile, .. } => f(tile),
+                    _ => unreachable!(),
+                }
             }
         };
         assert_eq!(
@@ -634,22 +637,16 @@ mod tests {
             rule_after(zip, edit(|t| t.long.dst_stride += 1)),
             Rule::TileStrides
         );
-        // Six f32 channels unzip (more strips than lanes); eight, twice the lanes, do not.
+        // Six f32 channels unzip (more strips than lanes); eight, twice the lanes, are more
+        // than the networks take.
         let six = plan(
             &Layout::ordered(&[2, 6, 40], &[0, 2, 1]).unwrap(),
             &Layout::row_major(&[2, 6, 40]).unwrap(),
             4,
         );
-        let at = is_zip(&six).expect("six channels unzip");
-        assert!(
-            matches!(six.regions[at].kernel, Kernel::Unzip { .. }),
-            "{six}"
-        );
-        let eight = |p: &mut Plan| match &mut p.regions[at].kernel {
-            Kernel::Unzip { tile, .. } => tile.short.extent = 8,
-            _ => unreachable!(),
-        };
-        assert_eq!(rule_after(six, eight), Rule::Strips);
+        let unzips = |p: &Plan| matches!(p.regions[0].kernel, Kernel::Unzip { .. });
+        assert!(unzips(&six), "{six}");
+        assert_eq!(rule_after(six, edit(|t| t.short.extent = 8)), Rule::Strips);
     }
 
     #[test]

@@ -387,7 +387,8 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
     /// tiles store whole rows). On a 2-core Intel Xeon VM (family 6, model 167), in two
     /// alternating `relayout bench` runs of each build, NHWC → NCHW of 32 images of 224² f32
     /// went from 7.0–7.3 GB/s to 7.8–8.2 with 6 channels (a third of whose elements had moved
-    /// one by one), from 7.4–8.6 to 9.8–10.5 with 5 and from 5.4–5.6 to 5.9–6.2 with 7.
+    /// one by one), from 7.4–8.6 to 9.8–10.5 with 5 and from 5.4–5.6 to 5.9–6.2 with 7. (Those
+    /// channel counts now unzip in that direction; the other direction keeps these tiles.)
     ///
     /// # Safety
     /// As [`transpose_block`]; the CPU must have `T`'s features.
