@@ -698,6 +698,11 @@ impl Tactics {
     /// other kernel, so it costs no measurement there); then 128-byte runs streamed along the
     /// source rows in 8 KiB blocks ([`Blocking::STREAMED_128`]), which beat it on the large f32
     /// transposes of long source rows on a 2-core Intel Xeon VM (family 6, model 167); then
+    /// 256-byte runs along them in 16 KiB blocks ([`Blocking::STREAMED_256`]), the fastest
+    /// candidate for most large transposes on a 2-core AMD EPYC Zen 3 VM (family 25, model 1:
+    /// 2048 × 4096 f64 0.85–0.87 of memcpy against 0.61–0.62 for the default and 0.74–0.82 for
+    /// the 128-byte runs, 8192² f32 0.43 against 0.26 and 0.34, in runs interleaved with
+    /// memcpy), where ranked seventeenth it was never measured on the 64 MiB ones; then
     /// ordinary stores that ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and
     /// in-place transposes on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of
     /// memcpy where the others reached 1.03–1.09; ranked after the 128-byte runs, so that the
@@ -715,10 +720,10 @@ impl Tactics {
     /// order (band by band of destination rows: on that VM the fastest for NHWC → NCHW with
     /// short source rows); the default in the source's order; then the rest: runs of 1 KiB along
     /// and across, 256-byte runs in 4 KiB and 16 KiB blocks stored in place, no macro blocks,
-    /// 256-byte runs streamed along in 16 KiB and 8 KiB blocks (the default's blockings for
-    /// large 4-byte transposes before and now, each a candidate of its own where the default
-    /// differs), in the destination's order 1 KiB runs, the default, and the default with
-    /// ordinary stores, and last 256-byte runs in 8 KiB blocks prefetched three blocks ahead
+    /// 256-byte runs streamed along in 8 KiB blocks (the default's blocking for large 4-byte
+    /// transposes, a candidate of its own where the default differs), in the destination's
+    /// order 1 KiB runs, the default, and the default with ordinary stores, and last 256-byte
+    /// runs in 8 KiB blocks prefetched three blocks ahead
     /// ([`Blocking::STREAMED_256_AHEAD`], the default for 8-byte elements whose source rows are
     /// far apart, and on the Zen 4 VM sometimes faster for f32 ones too), and the default with
     /// ordinary stores in the source's order: where source and destination together fit in
@@ -734,6 +739,7 @@ impl Tactics {
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fitted(LargeWrites::StreamedInPieces),
         Tactics::fixed(Blocking::STREAMED_128),
+        Tactics::fixed(Blocking::STREAMED_256),
         Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fixed(Blocking::STREAMED_256.across()),
         Tactics::fixed(Blocking::STREAMED_512),
@@ -757,7 +763,6 @@ impl Tactics {
             macro_blocks: 1,
             ..Blocking::DEFAULT
         }),
-        Tactics::fixed(Blocking::STREAMED_256),
         Tactics::fixed(Blocking::STREAMED_256_NARROW),
         Tactics::fixed(Blocking::STREAMED_1K).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Streamed).ordered(LoopOrder::Destination),
