@@ -1135,4 +1135,33 @@ mod tests {
             }
         }
     }
+
+    /// On a large transpose, 16 KiB blocks of 256-byte runs are the third distinct plan tuning
+    /// measures (after the default and the 128-byte runs), well within the ten or so
+    /// candidates a 64 MiB tensor's budget buys.
+    #[test]
+    fn sixteen_kib_blocks_are_measured_third_on_large_transposes() {
+        use crate::{Layout, Target};
+        let (src, dst) = (
+            Layout::row_major(&[2048, 4096]).unwrap(),
+            Layout::col_major(&[2048, 4096]).unwrap(),
+        );
+        let mut distinct: Vec<(Tactics, crate::plan::Plan)> = Vec::new();
+        for tactics in Tactics::CANDIDATES {
+            let plan =
+                crate::plan::Plan::with_tactics(&src, &dst, 8, tactics, Target::host()).unwrap();
+            if distinct.iter().all(|(_, p)| *p != plan) {
+                distinct.push((tactics, plan));
+            }
+        }
+        let ranked: Vec<Tactics> = distinct.iter().map(|(t, _)| *t).collect();
+        assert_eq!(
+            ranked[..3],
+            [
+                Tactics::default(),
+                Tactics::fixed(Blocking::STREAMED_128),
+                Tactics::fixed(Blocking::STREAMED_256),
+            ]
+        );
+    }
 }
