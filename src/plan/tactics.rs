@@ -703,14 +703,18 @@ impl Tactics {
     /// 2048 × 4096 f64 0.85–0.87 of memcpy against 0.61–0.62 for the default and 0.74–0.82 for
     /// the 128-byte runs, 8192² f32 0.43 against 0.26 and 0.34, in runs interleaved with
     /// memcpy), where ranked seventeenth it was never measured on the 64 MiB ones; then
-    /// ordinary stores that ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and
-    /// in-place transposes on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of
-    /// memcpy where the others reached 1.03–1.09; ranked after the 128-byte runs, so that the
-    /// budget of the largest transposes, a few runs, still reaches those: ranked before them,
-    /// it took 8192² f32 from 0.72 of memcpy to 0.52–0.58, tuned); then
-    /// staged blocks streamed out in the two orders that most often beat it on a 2-core AMD
-    /// EPYC (Zen 4) VM (`relayout bench --candidates`: runs of 256 bytes across the source rows for
-    /// u8, u16 and NHWC → NCHW, runs of 512 bytes along them for f64); then register tiles
+    /// 256-byte runs across the source rows in 16 KiB blocks, which most often beat the default
+    /// on a 2-core AMD EPYC (Zen 4) VM for u8, u16 and NHWC → NCHW (`relayout bench
+    /// --candidates`), and on the Zen 3 VM the 8000² u16 transpose (0.65 of memcpy against
+    /// 0.48, interleaved runs), ranked before the prefetched stores (which plan what the
+    /// default plans for copies, so the reorder moves only transposes) so that tensors of
+    /// about 100 MiB, whose budget buys four candidates, reach it; then ordinary stores that
+    /// ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and in-place transposes
+    /// on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of memcpy where the
+    /// others reached 1.03–1.09; ranked after the 128-byte runs, so that the budget of the
+    /// largest transposes, a few runs, still reaches those: ranked before them, it took 8192²
+    /// f32 from 0.72 of memcpy to 0.52–0.58, tuned); then runs of 512 bytes along the source
+    /// rows, which most often beat the default for f64 on the Zen 4 VM; then register tiles
     /// streamed straight to the destination in runs of 256 bytes across the source rows
     /// ([`Blocking::STREAMED_TILES`]); then the default with
     /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
@@ -740,8 +744,8 @@ impl Tactics {
         Tactics::fitted(LargeWrites::StreamedInPieces),
         Tactics::fixed(Blocking::STREAMED_128),
         Tactics::fixed(Blocking::STREAMED_256),
-        Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fixed(Blocking::STREAMED_256.across()),
+        Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fixed(Blocking::STREAMED_TILES),
         Tactics::fitted(LargeWrites::Stored),
@@ -1137,31 +1141,40 @@ mod tests {
     }
 
     /// On a large transpose, 16 KiB blocks of 256-byte runs are the third distinct plan tuning
-    /// measures (after the default and the 128-byte runs), well within the ten or so
-    /// candidates a 64 MiB tensor's budget buys.
+    /// measures (after the default and the 128-byte runs), along the source rows, and the
+    /// fourth, across them, before the prefetched stores: within the three or four candidates
+    /// a 122 MiB tensor's budget buys on the Zen 3 VM.
     #[test]
-    fn sixteen_kib_blocks_are_measured_third_on_large_transposes() {
+    fn sixteen_kib_blocks_are_measured_third_and_fourth_on_large_transposes() {
         use crate::{Layout, Target};
-        let (src, dst) = (
-            Layout::row_major(&[2048, 4096]).unwrap(),
-            Layout::col_major(&[2048, 4096]).unwrap(),
-        );
-        let mut distinct: Vec<(Tactics, crate::plan::Plan)> = Vec::new();
-        for tactics in Tactics::CANDIDATES {
-            let plan =
-                crate::plan::Plan::with_tactics(&src, &dst, 8, tactics, Target::host()).unwrap();
-            if distinct.iter().all(|(_, p)| *p != plan) {
-                distinct.push((tactics, plan));
+        // The f64 weights (64 MiB) and the 8000² u16 transpose (122 MiB, whose budget buys
+        // three or four candidates on the Zen 3 VM).
+        for (shape, elem_size) in [([2048, 4096], 8), ([8000, 8000], 2)] {
+            let (src, dst) = (
+                Layout::row_major(&shape).unwrap(),
+                Layout::col_major(&shape).unwrap(),
+            );
+            let mut distinct: Vec<(Tactics, crate::plan::Plan)> = Vec::new();
+            for tactics in Tactics::CANDIDATES {
+                let plan =
+                    crate::plan::Plan::with_tactics(&src, &dst, elem_size, tactics, Target::host())
+                        .unwrap();
+                if distinct.iter().all(|(_, p)| *p != plan) {
+                    distinct.push((tactics, plan));
+                }
             }
+            let ranked: Vec<Tactics> = distinct.iter().map(|(t, _)| *t).collect();
+            assert_eq!(
+                ranked[..5],
+                [
+                    Tactics::default(),
+                    Tactics::fixed(Blocking::STREAMED_128),
+                    Tactics::fixed(Blocking::STREAMED_256),
+                    Tactics::fixed(Blocking::STREAMED_256.across()),
+                    Tactics::fitted(LargeWrites::Prefetched),
+                ],
+                "{elem_size}-byte elements"
+            );
         }
-        let ranked: Vec<Tactics> = distinct.iter().map(|(t, _)| *t).collect();
-        assert_eq!(
-            ranked[..3],
-            [
-                Tactics::default(),
-                Tactics::fixed(Blocking::STREAMED_128),
-                Tactics::fixed(Blocking::STREAMED_256),
-            ]
-        );
     }
 }
