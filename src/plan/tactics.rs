@@ -705,10 +705,11 @@ impl Tactics {
     /// memcpy), where ranked seventeenth it was never measured on the 64 MiB ones; then
     /// 256-byte runs across the source rows in 16 KiB blocks, which most often beat the default
     /// on a 2-core AMD EPYC (Zen 4) VM for u8, u16 and NHWC → NCHW (`relayout bench
-    /// --candidates`), and on the Zen 3 VM the 8000² u16 transpose (0.65 of memcpy against
-    /// 0.48, interleaved runs), ranked before the prefetched stores (which plan what the
-    /// default plans for copies, so the reorder moves only transposes) so that tensors of
-    /// about 100 MiB, whose budget buys four candidates, reach it; then ordinary stores that
+    /// --candidates`), and on the Zen 3 VM the 8000² u16 transpose (0.57–0.65 of memcpy
+    /// against 0.32–0.53 for the default, runs interleaved with memcpy), ranked before the
+    /// prefetched stores so that tensors of about 100 MiB, whose budget buys three or four
+    /// candidates, reach it (for copies it plans what the default plans, so their order stays);
+    /// then ordinary stores that
     /// ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and in-place transposes
     /// on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of memcpy where the
     /// others reached 1.03–1.09; ranked after the 128-byte runs, so that the budget of the
