@@ -13,7 +13,7 @@ use crate::layout::Layout;
 use crate::packing;
 use crate::plan::{BlockWrite, Blocking, LineOffsets, Packed, Plan, Tactics, Tiling, Walk};
 use crate::target::Target;
-use crate::tune::{Margin, Tuner};
+use crate::tune::{Margin, Shares, Step, Tuner};
 
 /// Destinations from this many bytes are tuned ([`Options::tune`]) even where they do not stream:
 /// they outgrow the L2 cache, and how they are best blocked and ordered depends on the
@@ -556,9 +556,15 @@ pub fn compile_relayout_with(src: &Layout, dst: &Layout, options: Options) -> Re
             dst_bytes,
             options.target.stream_min_bytes,
         );
-        let candidates = std::iter::once(first).chain(alternatives).collect();
+        let candidates: Vec<Candidate> = std::iter::once(first).chain(alternatives).collect();
+        // Shares move half the bytes from which destinations are streamed, or more.
+        let shares = Shares::of(
+            &request,
+            candidates.len(),
+            options.target.stream_min_bytes / 2,
+        );
         Kernels::Tuned(
-            Arc::new(Tuner::new(candidates, options.tune_budget, margin)),
+            Arc::new(Tuner::new(candidates, options.tune_budget, margin, shares)),
             Arc::new(key),
         )
     };
@@ -665,16 +671,35 @@ impl Relayout {
                 unsafe { self.launch_candidate(at_offset.as_ref().unwrap_or(c), src, dst) }
             }
             Kernels::Tuned(tuner, key) => {
-                let (candidate, trial) = tuner.next();
-                let at_offset = self.at_line_offsets(candidate, src, dst);
-                let candidate = at_offset.as_ref().unwrap_or(candidate);
-                let start = Instant::now();
-                // SAFETY: forwarded from the caller; all candidates move the same elements.
-                unsafe { self.launch_candidate(candidate, src, dst) };
-                if let Some(i) = trial {
-                    if let Some(chosen) = tuner.record(i, start.elapsed()) {
-                        Engine::global().remember(TuneKey::clone(key), chosen.tactics);
+                let chosen = match tuner.next() {
+                    Step::Whole(candidate, trial) => {
+                        let at_offset = self.at_line_offsets(candidate, src, dst);
+                        let candidate = at_offset.as_ref().unwrap_or(candidate);
+                        let start = Instant::now();
+                        // SAFETY: forwarded from the caller; all candidates move the same
+                        // elements.
+                        unsafe { self.launch_candidate(candidate, src, dst) };
+                        trial.and_then(|i| tuner.record(i, start.elapsed()))
                     }
+                    Step::Shared(round, kernels) => {
+                        let start = Instant::now();
+                        let times: Vec<Duration> = kernels
+                            .iter()
+                            .map(|share| {
+                                let began = Instant::now();
+                                // SAFETY: forwarded from the caller: each share's plan reads
+                                // and writes the whole relayout's buffers (same start and
+                                // length) and moves the elements of its slice, and the shares
+                                // together move each element once (`tune::shares`).
+                                unsafe { self.launch_candidate(share, src, dst) };
+                                began.elapsed()
+                            })
+                            .collect();
+                        tuner.record_shared(round, &times, start.elapsed())
+                    }
+                };
+                if let Some(chosen) = chosen {
+                    Engine::global().remember(TuneKey::clone(key), chosen.tactics);
                 }
             }
         }
@@ -876,5 +901,67 @@ impl fmt::Debug for Relayout {
             .field("plan", self.plan())
             .field("options", &self.options)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{reference, Target};
+
+    /// Runs `src -> dst` for `T`, tuned with its first two runs shared ([`crate::tune`]), until
+    /// it has chosen; every run, the shared ones too, writes a zeroed destination that must
+    /// then equal the reference's.
+    fn tune_in_shares<T: Element + PartialEq + std::fmt::Debug>(src: &str, dst: &str) {
+        let (src, dst) = (Layout::parse(src).unwrap(), Layout::parse(dst).unwrap());
+        // Streaming from 4 KiB: the tensors are beyond the cache, and large enough to tune.
+        let target = Target {
+            stream_min_bytes: 4096,
+            ..Target::host()
+        };
+        let options = Options::new()
+            .elem_size(std::mem::size_of::<T>())
+            .tune(true)
+            .target(target);
+        let r = compile_relayout_with(&src, &dst, options).unwrap();
+        let Kernels::Tuned(tuner, _) = &r.kernels else {
+            panic!("{src} -> {dst} is not tuned");
+        };
+        assert!(tuner.share_next_runs(2), "{src} -> {dst} has no shares");
+        let a: Vec<T> = (0..src.cosize() as u64).map(T::from_bits).collect();
+        let mut want = vec![T::from_bits(0); dst.cosize()];
+        reference::relayout(&src, &a, &dst, &mut want, None).unwrap();
+        let mut runs = 0;
+        while r.tactics().is_none() {
+            let mut got = vec![T::from_bits(0); dst.cosize()];
+            r.run(&a, &mut got).unwrap();
+            assert!(got == want, "{src} -> {dst}: run {runs} differs");
+            runs += 1;
+            assert!(runs <= 4, "two shared runs, then the nominee's");
+        }
+    }
+
+    #[test]
+    fn shared_tuning_runs_move_every_element_once() {
+        let t = |r: usize, c: usize| {
+            (
+                format!("cute:({r},{c}):({c},1)"),
+                format!("cute:({r},{c}):(1,{r})"),
+            )
+        };
+        let (s, d) = t(300, 200);
+        tune_in_shares::<u32>(&s, &d);
+        tune_in_shares::<u64>(&s, &d);
+        let (s, d) = t(301, 257);
+        tune_in_shares::<u16>(&s, &d);
+        tune_in_shares::<u8>(&s, &d);
+        tune_in_shares::<u32>(
+            "tvm:[6,32,12,12] lambda n,c,h,w: [n, c, h, w]",
+            "tvm:[6,32,12,12] lambda n,c,h,w: [n, c//16, h, w, c%16]",
+        );
+        tune_in_shares::<u32>(
+            "tvm:[6,3,40,40] lambda n,c,h,w: [n, c, h, w]",
+            "tvm:[6,3,40,40] lambda n,c,h,w: [n, h, w, c]",
+        );
     }
 }

@@ -30,6 +30,7 @@ mod analysis;
 mod canonical;
 mod coords;
 mod digit;
+mod slice;
 mod swizzle;
 
 use std::fmt;
