@@ -30,10 +30,13 @@
 //! candidates in rank, then of the three after them, and so on, as far as the budget reaches
 //! (keeping one whole run). Each candidate's time counts against the default's in the same run,
 //! and the one that beats it most, by the margin, is then timed whole and chosen only if it
-//! beats the default's whole run too. On a 2-core AMD EPYC (Zen 3) VM the 8000² u16 transpose
-//! (122 MiB, runs of 40–60 ms) tuned this way ran at 0.51–0.62 of memcpy in seven of eight
-//! fresh processes (0.38 in the eighth), against 0.30–0.42 with whole runs, which measured
-//! four candidates and not the 256-byte runs across the rows that the shares found.
+//! beats the default's best time too (whole, or in the shares). Where the default's first run
+//! takes 20 ms or more, the shared runs follow it at once, the default timed in them; else
+//! they follow its second, once the budget is fitted. On a 2-core AMD EPYC (Zen 3) VM, the
+//! 8000² u16 transpose (122 MiB, runs of 40–60 ms) tuned this way ran at 0.47–0.68 of memcpy
+//! (median 0.50 of six fresh processes) against 0.33–0.70 (median 0.36) with whole runs, which
+//! measured four candidates and mostly chose the default; the shares found the 256-byte runs
+//! across the rows.
 //!
 //! [`Tactics::CANDIDATES`]: crate::plan::Tactics::CANDIDATES
 
@@ -181,6 +184,8 @@ struct Rounds {
     /// The candidate that did best against the default, once the runs are in, to be timed
     /// whole before it is chosen.
     nominee: Option<usize>,
+    /// The default's fastest time in the shared runs, scaled to the whole tensor.
+    default: Option<Duration>,
 }
 
 /// Orders pairs of a candidate's time and the default's in the same run by their ratio.
@@ -273,6 +278,7 @@ impl Trials {
         }
         let defaults = sharers.iter().zip(times).filter(|(&i, _)| i == 0);
         let default = defaults.map(|(_, &t)| t).min()?;
+        rounds.default = Some(rounds.default.map_or(default, |d| d.min(default)));
         for (&i, &t) in sharers.iter().zip(times).filter(|(&i, _)| i != 0) {
             rounds.paired[i].push((t, default));
         }
@@ -303,7 +309,11 @@ impl Trials {
     /// default.
     pub(crate) fn record(&mut self, i: usize, took: Duration) -> Option<usize> {
         self.times.get_mut(i)?.push(took);
-        if self.times.iter().map(Vec::len).sum::<usize>() == FITTED_ON_RUN {
+        let runs = self.times.iter().map(Vec::len).sum::<usize>();
+        if runs == 1 && took >= LONG_RUN {
+            self.share_from_first_run(took);
+        }
+        if runs == FITTED_ON_RUN && self.rounds.is_none() {
             self.fit_budget(took);
         }
         // Another run as long as this one, or as the slowest candidate's may be, would overrun
@@ -322,9 +332,15 @@ impl Trials {
             counted.iter().min().copied()
         };
         if let Some(rounds) = &self.rounds {
-            // The nominee of the shared runs against the default, whole run for whole run.
+            // The nominee of the shared runs, whole, against the default's best time: whole,
+            // or in the shared runs where they came right after its first run.
             let nominee = rounds.nominee?;
-            let confirmed = |i: usize| (i == 0 || i == nominee).then(|| fastest(i)).flatten();
+            let default = [fastest(0), rounds.default].into_iter().flatten().min();
+            let confirmed = |i: usize| match i {
+                0 => default,
+                i if i == nominee => fastest(i),
+                _ => None,
+            };
             return Some(self.margin.choose(self.times.len(), confirmed));
         }
         Some(self.margin.choose(self.measured, fastest))
@@ -399,7 +415,19 @@ impl Trials {
             spent: Duration::ZERO,
             planned,
             nominee: None,
+            default: None,
         });
+    }
+
+    /// Where the default's first run is long, shared runs may follow at once, the default
+    /// timed in them: if they would, fits the budget on that run (which may be long from
+    /// faulting in fresh pages, and buy fewer shared runs, not more).
+    fn share_from_first_run(&mut self, run: Duration) {
+        let mut fitted = self.clone();
+        fitted.fit_budget(run);
+        if fitted.rounds.is_some() {
+            *self = fitted;
+        }
     }
 }
 
@@ -736,22 +764,30 @@ mod tests {
     fn shared_runs_measure_candidates_whole_runs_would_not_reach() {
         use Turn::{Shared, Whole};
         // Eight candidates of 50 ms runs in 400 ms: whole runs would measure four. After the
-        // default's two runs and keeping 50 ms for the nominee's, three shared runs (of up to
+        // default's first run and keeping 50 ms for the nominee's, three shared runs (of up to
         // 75 ms) measure the default beside each of the seven others in quarters, and the
         // fastest against it is timed whole.
         let whole = [50, 50, 50, 50, 50, 50, 50, 35];
         let mut shared = [50; 8];
         shared[7] = 30;
         let (turns, choice) = share_within(ms(400), 4, &whole, &shared);
-        let expected = [
-            Whole(0),
-            Whole(0),
-            Shared(0),
-            Shared(1),
-            Shared(2),
-            Whole(7),
-        ];
+        let expected = [Whole(0), Shared(0), Shared(1), Shared(2), Whole(7)];
         assert_eq!((turns, choice), (expected.to_vec(), Some(7)));
+        // 100 ms runs: whole runs would measure two candidates; after the first, 200 ms buy
+        // one shared run and keep room for the nominee's.
+        let pace = [100, 100, 70, 100];
+        let (turns, choice) = share_within(ms(400), 4, &pace, &pace);
+        assert_eq!(
+            (turns, choice),
+            (vec![Whole(0), Shared(0), Whole(2)], Some(2))
+        );
+        // A first run under 20 ms beyond the cache is fitted on the second, as before (a
+        // second of 25 ms would not have shared either).
+        let mut trials = Trials::new(20, ms(400), Margin::BeyondCache, 4);
+        trials.record(0, ms(15));
+        assert_eq!(trials.next(), Some(Whole(0)));
+        trials.record(0, ms(25));
+        assert_eq!(trials.next(), Some(Whole(1)));
         // Whole, the nominee must still beat the default by a twentieth.
         let mut slow = whole;
         slow[7] = 48;
@@ -759,11 +795,11 @@ mod tests {
         // In thirds, the default and the next two: four shared runs would be needed, three
         // are made, and the eighth candidate is not measured.
         let (turns, choice) = share_within(ms(400), 3, &whole, &shared);
-        assert_eq!((turns.len(), choice), (5, Some(0)));
+        assert_eq!((turns.len(), choice), (4, Some(0)));
         // Without a candidate a twentieth faster than the default in the shares, the default
         // is chosen with no whole run of another.
         let (turns, choice) = share_within(ms(400), 4, &whole, &[50, 48, 49, 50, 50, 50, 50, 50]);
-        assert_eq!((turns.len(), choice), (5, Some(0)));
+        assert_eq!((turns.len(), choice), (4, Some(0)));
     }
 
     #[test]
@@ -780,8 +816,8 @@ mod tests {
             2 + 2 * 10,
             "the default's two, two for ten others"
         );
-        // 100 ms runs: after the default's two and room for a nominee's, no shared run fits.
-        let (turns, _) = share_within(ms(400), 4, &[100; 8], &[100; 8]);
+        // 200 ms runs: after the first and room for a nominee's, no shared run fits.
+        let (turns, _) = share_within(ms(400), 4, &[200; 8], &[200; 8]);
         assert!(all_whole(&turns));
         // Too few shares.
         let (turns, _) = share_within(ms(400), 2, &[50; 8], &[50; 8]);
@@ -796,12 +832,11 @@ mod tests {
 
     #[test]
     fn a_shared_run_counts_once_and_shared_runs_stop_at_the_budget() {
-        // Eight candidates of 40 ms runs, four shares: three shared runs planned.
+        // Eight candidates of 40 ms runs, four shares: after the default's first run, three
+        // shared runs planned.
         let mut trials = Trials::new(8, ms(400), Margin::BeyondCache, 4);
-        for _ in 0..2 {
-            assert_eq!(trials.next(), Some(Turn::Whole(0)));
-            trials.record(0, ms(40));
-        }
+        assert_eq!(trials.next(), Some(Turn::Whole(0)));
+        trials.record(0, ms(40));
         assert_eq!(trials.next(), Some(Turn::Shared(0)));
         // The default, then candidates 1 to 3: against the default, 0.75, 1.25 and 1.5.
         let times = [ms(40), ms(30), ms(50), ms(60)];
@@ -812,11 +847,18 @@ mod tests {
         assert_eq!(trials.next(), Some(Turn::Shared(1)));
         // Candidates 4 to 6, then the default, which ran faster in this run (memory's speed
         // drifts): against it, 2, 2.25 and 2.5. A run far longer than foreseen ends the shared
-        // runs (80 + 45 + 250 leaves no room for another 250 ms); candidate 1 is timed whole.
+        // runs (40 + 45 + 250 leaves no room for another 250 ms); candidate 1 is timed whole,
+        // against the default's best time, 20 ms in the second shared run.
         let shared = [ms(40), ms(45), ms(50), ms(20)];
         assert_eq!(trials.record_shared(1, &shared, ms(250)), None);
         assert_eq!(trials.next(), Some(Turn::Whole(1)));
-        assert_eq!(trials.record(1, ms(37)), Some(1));
+        assert_eq!(trials.record(1, ms(30)), Some(0));
         assert_eq!(trials.next(), None);
+        // Faster than that, it is chosen.
+        let mut again = Trials::new(8, ms(400), Margin::BeyondCache, 4);
+        again.record(0, ms(40));
+        again.record_shared(0, &times, ms(45));
+        again.record_shared(1, &shared, ms(250));
+        assert_eq!(again.record(1, ms(18)), Some(1));
     }
 }
