@@ -146,7 +146,9 @@ const MOST_ROUNDS: usize = 3;
 /// every candidate where the budget allows, else one each, else one of as many candidates as fit,
 /// taken in their order (the candidates come ranked, the default first), and never fewer than
 /// two candidates; it keeps room for one run of the slowest candidate ([`SLOWEST_CANDIDATE`]),
-/// and measuring stops once another run would overrun the budget.
+/// and measuring stops once another run would overrun the budget. Beyond the cache, where that
+/// leaves candidates unmeasured, runs may be shared instead ([`Rounds`]): the default beside a
+/// group of candidates, each on a share of the tensor, and the best of them then timed whole.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Trials {
     times: Vec<Vec<Duration>>,

@@ -2,8 +2,8 @@
 //! share, a slice of the tensor along one dim compiled as a relayout of its own.
 //!
 //! A transpose of hundreds of MiB runs for 50–130 ms, so a time budget that buys a handful of
-//! whole runs measures two or three candidates, in their ranked order. Cut into as many shares
-//! as there are candidates, the same runs time every candidate, and in the same tenth of a
+//! whole runs measures two or three candidates, in their ranked order. Cut into up to four
+//! shares, one run times the default beside three more candidates, in the same tenth of a
 //! second: memory whose speed drifts over seconds treats them alike. The shares lie in
 //! different parts of the buffers, so none finds another's data in the caches; they are used
 //! only where source and destination together are beyond the cache ([`Margin::BeyondCache`]),
