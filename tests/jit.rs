@@ -394,6 +394,53 @@ fn large_transposes_stage_and_stream_by_default() {
 }
 
 #[test]
+fn odd_rows_stream_in_1k_runs_by_default() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Kernel, Plan, Tactics};
+    // Rows not whole lines apart on either side (odd extents) stream 1 KiB runs by default for
+    // 1-, 2- and 4-byte elements whose destination rows lie 1 KiB apart or more; 8-byte
+    // elements, and rows whole lines apart, keep their blockings (256 or 512 bytes). Each is
+    // checked against the reference in guard pages on a target that streams from the first
+    // byte.
+    let eager = Pin::defaults_on(streams_from_the_first_byte());
+    let transpose = |rows: usize, cols: usize| {
+        let shape = [rows, cols];
+        (
+            Layout::row_major(&shape).unwrap(),
+            Layout::col_major(&shape).unwrap(),
+        )
+    };
+    for (elem_size, (src, dst), run_bytes) in [
+        (1, transpose(2100, 301), 1024),
+        (2, transpose(1050, 601), 1024),
+        (4, transpose(525, 301), 1024),
+        (4, transpose(512, 301), 1024),
+        (4, transpose(525, 320), 1024),
+        (4, transpose(512, 320), 256),
+        (8, transpose(263, 301), 512),
+    ] {
+        let plan =
+            Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager.target).unwrap();
+        let Kernel::Transpose { tile, .. } = plan.regions()[0].kernel else {
+            panic!("a transpose\n{plan}");
+        };
+        assert_eq!(
+            tile.b.extent * elem_size,
+            run_bytes,
+            "{elem_size} bytes\n{plan}"
+        );
+        common::check_plan_moves_of(&plan, &src, &dst);
+        let run = Run {
+            elem_size,
+            pad: None,
+            threads: 1,
+            pin: Some(eager),
+        };
+        check_guarded(&src, &dst, run).unwrap();
+    }
+}
+
+#[test]
 fn transposes_call_the_runtimes_tiles() {
     use relayout::{compile_relayout_with, DType, Options};
     // Large transposes stage their blocks through the runtime's block transpose, and small
