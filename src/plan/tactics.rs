@@ -590,7 +590,6 @@ impl Blocking {
     /// and 128 f64), 0.63–1.07 against 0.45–0.87 for the blocking fitted before; for far rows,
     /// see [`Blocking::STREAMED_256_AHEAD`].
     ///
-    ///
     /// Where the rows of either side are not a whole number of lines apart (odd extents), 1, 2
     /// and 4-byte elements whose source rows are longer than a run and whose destination rows
     /// lie at least 1 KiB apart go in 1 KiB runs along the source rows
