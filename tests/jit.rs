@@ -441,6 +441,59 @@ fn odd_rows_stream_in_1k_runs_by_default() {
 }
 
 #[test]
+fn short_destination_rows_take_their_tiles_straight_out_by_default() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Kernel, Plan, Tactics, TransposeWrite, Walk};
+    // Destination rows no more than a line apart (NCHW -> NCHW16c, NCHW -> NHWC with few
+    // channels) take their register tiles across the source rows straight to the destination
+    // by default: streamed for 4- and 8-byte elements, in place for 1- and 2-byte ones. Rows
+    // two lines apart stay staged. Each is checked against the reference in guard pages on a
+    // target that streams from the first byte.
+    let eager = Pin::defaults_on(streams_from_the_first_byte());
+    let transpose = |rows: usize, cols: usize| {
+        let shape = [rows, cols];
+        (
+            Layout::row_major(&shape).unwrap(),
+            Layout::col_major(&shape).unwrap(),
+        )
+    };
+    for (elem_size, (src, dst), write) in [
+        (4, transpose(16, 600), TransposeWrite::Streamed),
+        (4, transpose(10, 601), TransposeWrite::Streamed),
+        (8, transpose(8, 600), TransposeWrite::Streamed),
+        (8, transpose(6, 600), TransposeWrite::Streamed),
+        (2, transpose(32, 600), TransposeWrite::InPlace),
+        (2, transpose(12, 600), TransposeWrite::InPlace),
+        (1, transpose(40, 700), TransposeWrite::InPlace),
+    ] {
+        let plan =
+            Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager.target).unwrap();
+        let Kernel::Transpose { tile, write: got } = plan.regions()[0].kernel else {
+            panic!("a transpose\n{plan}");
+        };
+        assert_eq!(
+            (got, tile.walk),
+            (write, Walk::Across),
+            "{elem_size} bytes\n{plan}"
+        );
+        common::check_plan_moves_of(&plan, &src, &dst);
+        let run = Run {
+            elem_size,
+            pad: None,
+            threads: 1,
+            pin: Some(eager),
+        };
+        check_guarded(&src, &dst, run).unwrap();
+    }
+    let (src, dst) = transpose(32, 600);
+    let plan = Plan::with_tactics(&src, &dst, 4, Tactics::default(), eager.target).unwrap();
+    let Kernel::Transpose { write, .. } = plan.regions()[0].kernel else {
+        panic!("a transpose\n{plan}");
+    };
+    assert!(matches!(write, TransposeWrite::Staged(_)), "{plan}");
+}
+
+#[test]
 fn transposes_call_the_runtimes_tiles() {
     use relayout::{compile_relayout_with, DType, Options};
     // Large transposes stage their blocks through the runtime's block transpose, and small
