@@ -395,102 +395,86 @@ fn large_transposes_stage_and_stream_by_default() {
 
 #[test]
 fn odd_rows_stream_in_1k_runs_by_default() {
-    use common::guard::{check_guarded, Pin, Run};
-    use relayout::plan::{Kernel, Plan, Tactics};
     // Rows not whole lines apart on either side (odd extents) stream 1 KiB runs by default for
     // 1-, 2- and 4-byte elements whose destination rows lie 1 KiB apart or more; 8-byte
-    // elements, and rows whole lines apart, keep their blockings (256 or 512 bytes). Each is
-    // checked against the reference in guard pages on a target that streams from the first
-    // byte.
-    let eager = Pin::defaults_on(streams_from_the_first_byte());
-    let transpose = |rows: usize, cols: usize| {
-        let shape = [rows, cols];
-        (
-            Layout::row_major(&shape).unwrap(),
-            Layout::col_major(&shape).unwrap(),
-        )
-    };
-    for (elem_size, (src, dst), run_bytes) in [
-        (1, transpose(2100, 301), 1024),
-        (2, transpose(1050, 601), 1024),
-        (4, transpose(525, 301), 1024),
-        (4, transpose(512, 301), 1024),
-        (4, transpose(525, 320), 1024),
-        (4, transpose(512, 320), 256),
-        (8, transpose(263, 301), 512),
+    // elements, and rows whole lines apart, keep their blockings (256 or 512 bytes).
+    for (elem_size, (rows, cols), run_bytes) in [
+        (1, (2100, 301), 1024),
+        (2, (1050, 601), 1024),
+        (4, (525, 301), 1024),
+        (4, (512, 301), 1024),
+        (4, (525, 320), 1024),
+        (4, (512, 320), 256),
+        (8, (263, 301), 512),
     ] {
-        let plan =
-            Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager.target).unwrap();
-        let Kernel::Transpose { tile, .. } = plan.regions()[0].kernel else {
-            panic!("a transpose\n{plan}");
-        };
+        let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
         assert_eq!(
             tile.b.extent * elem_size,
             run_bytes,
             "{elem_size} bytes\n{plan}"
         );
-        common::check_plan_moves_of(&plan, &src, &dst);
-        let run = Run {
-            elem_size,
-            pad: None,
-            threads: 1,
-            pin: Some(eager),
-        };
-        check_guarded(&src, &dst, run).unwrap();
     }
 }
 
 #[test]
 fn short_destination_rows_take_their_tiles_straight_out_by_default() {
-    use common::guard::{check_guarded, Pin, Run};
-    use relayout::plan::{Kernel, Plan, Tactics, TransposeWrite, Walk};
+    use relayout::plan::{TransposeWrite, Walk};
     // Destination rows no more than a line apart (NCHW -> NCHW16c, NCHW -> NHWC with few
     // channels) take their register tiles across the source rows straight to the destination
     // by default: streamed for 4- and 8-byte elements, in place for 1- and 2-byte ones. Rows
-    // two lines apart stay staged. Each is checked against the reference in guard pages on a
-    // target that streams from the first byte.
-    let eager = Pin::defaults_on(streams_from_the_first_byte());
-    let transpose = |rows: usize, cols: usize| {
-        let shape = [rows, cols];
-        (
-            Layout::row_major(&shape).unwrap(),
-            Layout::col_major(&shape).unwrap(),
-        )
-    };
-    for (elem_size, (src, dst), write) in [
-        (4, transpose(16, 600), TransposeWrite::Streamed),
-        (4, transpose(10, 601), TransposeWrite::Streamed),
-        (8, transpose(8, 600), TransposeWrite::Streamed),
-        (8, transpose(6, 600), TransposeWrite::Streamed),
-        (2, transpose(32, 600), TransposeWrite::InPlace),
-        (2, transpose(12, 600), TransposeWrite::InPlace),
-        (1, transpose(40, 700), TransposeWrite::InPlace),
+    // two lines apart stay staged.
+    for (elem_size, (rows, cols), write) in [
+        (4, (16, 600), TransposeWrite::Streamed),
+        (4, (10, 601), TransposeWrite::Streamed),
+        (8, (8, 600), TransposeWrite::Streamed),
+        (8, (6, 600), TransposeWrite::Streamed),
+        (2, (32, 600), TransposeWrite::InPlace),
+        (2, (12, 600), TransposeWrite::InPlace),
+        (1, (40, 700), TransposeWrite::InPlace),
     ] {
-        let plan =
-            Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager.target).unwrap();
-        let Kernel::Transpose { tile, write: got } = plan.regions()[0].kernel else {
-            panic!("a transpose\n{plan}");
-        };
+        let (tile, got, plan) = default_transpose_checked(elem_size, rows, cols);
         assert_eq!(
             (got, tile.walk),
             (write, Walk::Across),
             "{elem_size} bytes\n{plan}"
         );
-        common::check_plan_moves_of(&plan, &src, &dst);
-        let run = Run {
-            elem_size,
-            pad: None,
-            threads: 1,
-            pin: Some(eager),
-        };
-        check_guarded(&src, &dst, run).unwrap();
     }
-    let (src, dst) = transpose(32, 600);
-    let plan = Plan::with_tactics(&src, &dst, 4, Tactics::default(), eager.target).unwrap();
-    let Kernel::Transpose { write, .. } = plan.regions()[0].kernel else {
+    let (_, write, plan) = default_transpose_checked(4, 32, 600);
+    assert!(matches!(write, TransposeWrite::Staged(_)), "{plan}");
+}
+
+/// Plans the transpose of a `rows × cols` row-major tensor of `elem_size`-byte elements into
+/// column-major with the default tactics, on a target that streams from the first byte; checks
+/// that the plan moves every element once and that its kernel matches the reference in guard
+/// pages; returns the plan's transpose tile and write, and the plan.
+fn default_transpose_checked(
+    elem_size: usize,
+    rows: usize,
+    cols: usize,
+) -> (
+    relayout::plan::TransposeTile,
+    relayout::plan::TransposeWrite,
+    relayout::plan::Plan,
+) {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Kernel, Plan, Tactics};
+    let eager = Pin::defaults_on(streams_from_the_first_byte());
+    let shape = [rows, cols];
+    let src = Layout::row_major(&shape).unwrap();
+    let dst = Layout::col_major(&shape).unwrap();
+    let plan = Plan::with_tactics(&src, &dst, elem_size, Tactics::default(), eager.target).unwrap();
+    let Kernel::Transpose { tile, write } = plan.regions()[0].kernel else {
         panic!("a transpose\n{plan}");
     };
-    assert!(matches!(write, TransposeWrite::Staged(_)), "{plan}");
+    common::check_plan_moves_of(&plan, &src, &dst);
+    let run = Run {
+        elem_size,
+        pad: None,
+        threads: 1,
+        pin: Some(eager),
+    };
+    check_guarded(&src, &dst, run).unwrap();
+    (tile, write, plan)
 }
 
 #[test]
