@@ -443,6 +443,28 @@ fn short_destination_rows_take_their_tiles_straight_out_by_default() {
     assert!(matches!(write, TransposeWrite::Staged(_)), "{plan}");
 }
 
+#[test]
+fn short_f32_source_rows_take_512_byte_runs_by_default() {
+    use relayout::plan::Walk;
+    // Source rows of 4-byte elements two lines long or shorter (NHWC -> NCHW with few
+    // channels) go in 512-byte runs along them by default; longer rows, and 2-byte elements,
+    // keep 256-byte runs across them.
+    for (elem_size, (rows, cols), run_bytes, walk) in [
+        (4, (600, 12), 512, Walk::Along),
+        (4, (700, 32), 512, Walk::Along),
+        (4, (600, 10), 512, Walk::Along),
+        (4, (600, 48), 256, Walk::Across),
+        (2, (600, 32), 256, Walk::Across),
+    ] {
+        let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
+        assert_eq!(
+            (tile.b.extent * elem_size, tile.walk),
+            (run_bytes, walk),
+            "{elem_size} bytes\n{plan}"
+        );
+    }
+}
+
 /// Plans the transpose of a `rows × cols` row-major tensor of `elem_size`-byte elements into
 /// column-major with the default tactics, on a target that streams from the first byte; checks
 /// that the plan moves every element once and that its kernel matches the reference in guard
