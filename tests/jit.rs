@@ -404,7 +404,8 @@ fn odd_rows_stream_in_1k_runs_by_default() {
         (4, (525, 301), 1024),
         (4, (512, 301), 1024),
         (4, (525, 320), 1024),
-        (4, (512, 320), 256),
+        (4, (512, 320), 512),
+        (4, (512, 1024), 256),
         (8, (263, 301), 512),
     ] {
         let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
@@ -461,6 +462,33 @@ fn short_f32_source_rows_take_512_byte_runs_by_default() {
             (tile.b.extent * elem_size, tile.walk),
             (run_bytes, walk),
             "{elem_size} bytes\n{plan}"
+        );
+    }
+}
+
+#[test]
+fn long_source_rows_in_many_l1_sets_take_512_byte_runs_across_by_default() {
+    use relayout::plan::Blocking;
+    // 2- and 4-byte elements whose source rows are long, whole lines apart and spread over more
+    // than one L1 set, into destination rows more than two lines apart, go in 512-byte runs
+    // across the source rows by default; rows a multiple of 4 KiB apart (one set) and
+    // destination rows two lines apart keep 256-byte runs along them.
+    let across = Blocking::STREAMED_512.across();
+    let along = Blocking::STREAMED_256_NARROW;
+    for (elem_size, (rows, cols), blocking) in [
+        (4, (256, 496), across),
+        (4, (384, 784), across),
+        (2, (512, 992), across),
+        (4, (256, 1024), along),
+        (2, (512, 2048), along),
+        (4, (32, 496), along),
+    ] {
+        let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
+        let strip = (blocking.run_bytes / elem_size).min(rows);
+        assert_eq!(
+            (tile.b.extent, tile.walk),
+            (strip, blocking.walk),
+            "{elem_size} bytes, {rows} x {cols}\n{plan}"
         );
     }
 }

@@ -575,7 +575,9 @@ impl Blocking {
     /// [`Blocking::FAR_SOURCE_ROW_BYTES`] apart, of 256-byte runs along them in 8 KiB blocks
     /// prefetched three blocks ahead ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs
     /// along the source rows in 8 KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and
-    /// 4-byte elements, across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
+    /// 4-byte elements whose source rows all start in one L1 set or whose destination rows lie
+    /// two lines apart or closer (512-byte runs across the source rows for the others, below),
+    /// across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
     /// elements and for 2- and 4-byte elements whose source rows are no longer than a run, and of
     /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
     /// AMD EPYC (Zen 4) VM, in `relayout bench --candidates` runs over four sessions, those were
@@ -628,6 +630,19 @@ impl Blocking {
     /// and 8-byte elements lost that way (24 and 32 u16 channels 1.14 and 0.51 against 1.20
     /// and 0.61, 8 f64 0.74 against 0.82) and keep their blockings.
     ///
+    /// Longer source rows of 2- and 4-byte elements that start in more than one L1 set
+    /// (not a multiple of the L1's way, 4 KiB, apart), into destination rows more than
+    /// two lines apart, go in 512-byte runs across the source rows in 8 KiB blocks (one line of
+    /// each of 128 f32 rows a block) rather than 256-byte runs along them. On the Zen 3 VM,
+    /// back-to-back runs of each pinned kernel (ms, the blocking fitted before against this
+    /// one): 8000² f32 84–111 against 54–66, 8064² 92–108 against 50–53, 4096 × 11008 f32 78–84
+    /// against 49–60, NCHW → NHWC of 16 × 256 channels of 56² 21 against 13, the (0,2,1)
+    /// permutation of 64 × 512² f32 24–25 against 19–20, u16 8000² 46–62 against 27–38; 3000 ×
+    /// 12000 f32 level. Rows in one set read fewer rows at once along them: across, 8192² f32
+    /// ran at 120–131 ms against 104 and u16 at 66–70 against 45–53 (on the Zen 4 VM, 8192² u16
+    /// at 0.34–0.40 of memcpy against 0.70–0.71), and destination rows two lines apart lost too
+    /// (NCHW → NHWC with 32 f32 channels: 40–41 against 36–39 ms).
+    ///
     /// ```
     /// use relayout::plan::Blocking;
     /// use relayout::Target;
@@ -641,6 +656,9 @@ impl Blocking {
     /// assert_eq!(Blocking::streamed(4, 1 << 20, 1 << 20, host), Blocking::STREAMED_256_GROUPED);
     /// // 3001 × 4999 u16: rows of 6002 and 9998 bytes, not whole lines.
     /// assert_eq!(Blocking::streamed(2, 6002, 9998, host), Blocking::STREAMED_1K);
+    /// // 8000² f32: rows 32000 bytes apart, in 16 L1 sets; 8192² f32: all in one set.
+    /// assert_eq!(Blocking::streamed(4, 32000, 32000, host), Blocking::STREAMED_512.across());
+    /// assert_eq!(Blocking::streamed(4, 32768, 32768, host), Blocking::STREAMED_256_NARROW);
     /// // NCHW -> NCHW16c f32: destination rows of 64 bytes, source rows of 56² f32.
     /// assert_eq!(Blocking::streamed(4, 64, 12544, host), Blocking::STREAMED_TILES);
     /// ```
@@ -667,6 +685,12 @@ impl Blocking {
             2..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
             2..=4 if src_row_bytes >= Blocking::VERY_FAR_SOURCE_ROW_BYTES => {
                 Blocking::STREAMED_256_GROUPED
+            }
+            2..=4
+                if dst_row_bytes > 2 * target.line_bytes
+                    && target.start_sets(src_row_bytes) > 1 =>
+            {
+                Blocking::STREAMED_512.across()
             }
             2..=4 => Blocking::STREAMED_256_NARROW,
             _ if src_row_bytes >= Blocking::FAR_SOURCE_ROW_BYTES => Blocking::STREAMED_256_AHEAD,
@@ -709,8 +733,16 @@ impl Blocking {
         self.prefetch_group.clamp(1, Blocking::MAX_PREFETCH_GROUP)
     }
 
-    /// This blocking with runs across the source rows.
-    const fn across(self) -> Blocking {
+    /// This blocking with its register tiles walked across the source rows ([`Walk::Across`]).
+    ///
+    /// ```
+    /// use relayout::plan::{Blocking, Walk};
+    ///
+    /// let across = Blocking::STREAMED_512.across();
+    /// assert_eq!(across.walk, Walk::Across);
+    /// assert_eq!(across.run_bytes, Blocking::STREAMED_512.run_bytes);
+    /// ```
+    pub const fn across(self) -> Blocking {
         Blocking {
             walk: Walk::Across,
             ..self
@@ -771,7 +803,12 @@ impl Tactics {
     /// against 0.32–0.53 for the default, runs interleaved with memcpy), ranked before the
     /// prefetched stores so that tensors of about 100 MiB, whose budget buys three or four
     /// candidates, reach it (for copies it plans what the default plans, so their order stays);
-    /// then ordinary stores that
+    /// then 256-byte runs along the source rows in 8 KiB blocks
+    /// ([`Blocking::STREAMED_256_NARROW`]), the default's blocking for long 2- and 4-byte source
+    /// rows until 512-byte runs across them took its place where the rows start in more than one
+    /// L1 set (faster by 1.25–2× on the Zen 3 VM, see [`Blocking::streamed`]): the fastest or
+    /// close to it for those on the Zen 4 VM, so tuning measures it early on machines that
+    /// favour it; then ordinary stores that
     /// ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and in-place transposes
     /// on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of memcpy where the
     /// others reached 1.03–1.09; ranked after the 128-byte runs, so that the budget of the
@@ -786,11 +823,9 @@ impl Tactics {
     /// the source rows, and runs of 512 bytes along and across them in the destination's loop
     /// order (band by band of destination rows: on that VM the fastest for NHWC → NCHW with
     /// short source rows); the default in the source's order; then the rest: runs of 1 KiB along
-    /// and across, 256-byte runs in 4 KiB and 16 KiB blocks stored in place, no macro blocks,
-    /// 256-byte runs streamed along in 8 KiB blocks (the default's blocking for large 4-byte
-    /// transposes, a candidate of its own where the default differs), in the destination's
-    /// order 1 KiB runs, the default, and the default with ordinary stores, and last 256-byte
-    /// runs in 8 KiB blocks prefetched three blocks ahead
+    /// and across, 256-byte runs in 4 KiB and 16 KiB blocks stored in place, no macro blocks, in
+    /// the destination's order 1 KiB runs, the default, and the default with ordinary stores,
+    /// and last 256-byte runs in 8 KiB blocks prefetched three blocks ahead
     /// ([`Blocking::STREAMED_256_AHEAD`], the default for 8-byte elements whose source rows are
     /// far apart, and on the Zen 4 VM sometimes faster for f32 ones too), and the default with
     /// ordinary stores in the source's order: where source and destination together fit in
@@ -808,6 +843,7 @@ impl Tactics {
         Tactics::fixed(Blocking::STREAMED_128),
         Tactics::fixed(Blocking::STREAMED_256),
         Tactics::fixed(Blocking::STREAMED_256.across()),
+        Tactics::fixed(Blocking::STREAMED_256_NARROW),
         Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fixed(Blocking::STREAMED_512),
         Tactics::fixed(Blocking::STREAMED_TILES),
@@ -830,7 +866,6 @@ impl Tactics {
             macro_blocks: 1,
             ..Blocking::DEFAULT
         }),
-        Tactics::fixed(Blocking::STREAMED_256_NARROW),
         Tactics::fixed(Blocking::STREAMED_1K).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Streamed).ordered(LoopOrder::Destination),
         Tactics::fitted(LargeWrites::Stored).ordered(LoopOrder::Destination),
@@ -1145,9 +1180,9 @@ mod tests {
         );
         for (elem_size, src_row_bytes, streamed) in [
             (1, 3072, Blocking::STREAMED_256.across()),
-            (2, 3072, Blocking::STREAMED_256_NARROW),
+            (2, 3072, Blocking::STREAMED_512.across()),
             (2, 256 - 2, Blocking::STREAMED_256.across()),
-            (4, 3072, Blocking::STREAMED_256_NARROW),
+            (4, 3072, Blocking::STREAMED_512.across()),
             (4, 128, Blocking::STREAMED_512),
             (4, 192, Blocking::STREAMED_256.across()),
             (8, 3072, Blocking::STREAMED_512),
@@ -1156,7 +1191,7 @@ mod tests {
             (2, 256, Blocking::STREAMED_512),
             (4, 256, Blocking::STREAMED_512),
             (4, 1024, Blocking::STREAMED_512),
-            (4, 1088, Blocking::STREAMED_256_NARROW),
+            (4, 1088, Blocking::STREAMED_512.across()),
             // Source rows not whole lines apart: 1 KiB runs, but not for 8-byte elements.
             (4, 1028, Blocking::STREAMED_1K),
             (1, 4999, Blocking::STREAMED_1K),
@@ -1168,8 +1203,12 @@ mod tests {
             (8, 16384, Blocking::STREAMED_256_AHEAD),
             (8, 64000, Blocking::STREAMED_256_AHEAD),
             (8, 16380, Blocking::STREAMED_512),
-            (4, 64000, Blocking::STREAMED_256_NARROW),
-            (2, 16000, Blocking::STREAMED_256_NARROW),
+            (4, 64000, Blocking::STREAMED_512.across()),
+            (2, 16000, Blocking::STREAMED_512.across()),
+            // Source rows a multiple of 4 KiB apart (all in one L1 set): along them.
+            (4, 32768, Blocking::STREAMED_256_NARROW),
+            (2, 16384, Blocking::STREAMED_256_NARROW),
+            (4, 4096, Blocking::STREAMED_256_NARROW),
             (1, 8000, Blocking::STREAMED_256.across()),
         ] {
             assert_eq!(
@@ -1211,6 +1250,11 @@ mod tests {
             (1, 40, 3136, Blocking::STREAMED_TILES),
             (4, 64, 256, Blocking::STREAMED_512),
             (4, 128, 12_544, Blocking::STREAMED_256_NARROW),
+            // Destination rows more than two lines apart go across the source rows.
+            (4, 192, 12_544, Blocking::STREAMED_512.across()),
+            (4, 256, 12_544, Blocking::STREAMED_512.across()),
+            (2, 256, 16_000, Blocking::STREAMED_512.across()),
+            (2, 256, 16_384, Blocking::STREAMED_256_NARROW),
         ] {
             assert_eq!(
                 Tiling::Fitted.blocking(
@@ -1280,12 +1324,13 @@ mod tests {
             }
             let ranked: Vec<Tactics> = distinct.iter().map(|(t, _)| *t).collect();
             assert_eq!(
-                ranked[..5],
+                ranked[..6],
                 [
                     Tactics::default(),
                     Tactics::fixed(Blocking::STREAMED_128),
                     Tactics::fixed(Blocking::STREAMED_256),
                     Tactics::fixed(Blocking::STREAMED_256.across()),
+                    Tactics::fixed(Blocking::STREAMED_256_NARROW),
                     Tactics::fitted(LargeWrites::Prefetched),
                 ],
                 "{elem_size}-byte elements"
