@@ -322,8 +322,9 @@ impl Blocking {
 
     /// 256-byte runs in blocks of 8 KiB, in macro blocks of 4 × 4, staged and streamed: for
     /// 4-byte elements 32 runs a block, two lines of each of 64 source rows, as
-    /// [`Blocking::STREAMED_512`] reads 8-byte elements. The fitted blocking of 4-byte elements
-    /// into large destinations whose source rows are long ([`Blocking::streamed`]). On a 2-core
+    /// [`Blocking::STREAMED_512`] reads 8-byte elements. The fitted blocking of 2- and 4-byte
+    /// elements into large destinations whose source rows are long and all start in one L1 set,
+    /// or whose destination rows lie two lines apart or closer ([`Blocking::streamed`]). On a 2-core
     /// AMD EPYC (Zen 4) VM, against blocks of 16 KiB ([`Blocking::STREAMED_256`]; `relayout
     /// bench` with the choice pinned in a tuning file, two runs each): 8000² f32 0.88–0.89 of
     /// memcpy against 0.75–0.77, NCHW → NHWC 1.02–1.12 against 0.70–0.73, the (0,2,1)
