@@ -219,8 +219,9 @@ fn kernel_module(isa: OwnedTargetIsa, routines: &[Routine]) -> Result<JITModule>
         builder.symbol(r.symbol(), address);
     }
     let mut module = JITModule::new(builder);
-    let signature = codegen::stream_rows_signature(module.isa().default_call_conv());
-    for (i, r) in routines.iter().enumerate() {
+    let call_conv = module.isa().default_call_conv();
+    for (i, &r) in routines.iter().enumerate() {
+        let signature = codegen::routine_signature(call_conv, r);
         let id = module
             .declare_function(r.symbol(), Linkage::Import, &signature)
             .map_err(|e| codegen_err(&e))?;

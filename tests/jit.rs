@@ -172,6 +172,64 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
 }
 
 #[test]
+fn streamed_blocks_ask_for_the_next_block_as_they_stream_out() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::Plan;
+    // Staged blocks that stream out (a target that streams from the first byte) ask for the
+    // next block's source rows through the streaming routine itself, a share before each row
+    // it writes (its eleven arguments: the rows to write, then the rows to ask for), with no
+    // separate call of the prefetching routine; blocks copied out with ordinary stores (the
+    // host's target, 1024² f32) keep the separate call (see
+    // `staged_transposes_inside_loops_prefetch_the_next_block`).
+    let target = streams_from_the_first_byte();
+    for (elem_size, shape) in [(4, [1024, 1024]), (2, [512, 992]), (8, [256, 2048])] {
+        let src = Layout::row_major(&shape).unwrap();
+        let dst = Layout::col_major(&shape).unwrap();
+        let plan = Plan::with_tactics(&src, &dst, elem_size, Default::default(), target).unwrap();
+        assert!(plan.regions().iter().any(|r| r.prefetches()), "{plan}");
+        let dtype = match elem_size {
+            2 => relayout::DType::U16,
+            4 => relayout::DType::F32,
+            _ => relayout::DType::F64,
+        };
+        let options = relayout::Options::new()
+            .dtype(dtype)
+            .target(target)
+            .tune(false);
+        let kernel = relayout::compile_relayout_with(&src, &dst, options).unwrap();
+        let clif = kernel.clif().unwrap();
+        // The routines it imports, by their count of arguments: `fnN = u0:K sigM` lines, the
+        // signatures from `sigM = (i64, …)` lines.
+        let params_of = |sig: &str| {
+            clif.lines()
+                .map(str::trim)
+                .find(|l| l.starts_with(&format!("{sig} = (")))
+                .map(|l| l.matches("i64").count())
+        };
+        let imports: Vec<Option<usize>> = clif
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("fn"))
+            .map(|l| params_of(l.rsplit(' ').next().unwrap()))
+            .collect();
+        // One streaming routine that asks (eleven arguments); besides it at most the block
+        // transpose (six), where a separate prefetching routine would make a second of six.
+        let count = |n| imports.iter().filter(|&&p| p == Some(n)).count();
+        assert_eq!(count(11), 1, "{elem_size} bytes\n{plan}\n{clif}");
+        assert!(count(6) <= 1, "{elem_size} bytes\n{plan}\n{clif}");
+        assert_eq!(count(6) + count(11), imports.len(), "{clif}");
+        common::check_plan_moves_of(&plan, &src, &dst);
+        let run = Run {
+            elem_size,
+            pad: None,
+            threads: 1,
+            pin: Some(Pin::defaults_on(target)),
+        };
+        check_guarded(&src, &dst, run).unwrap();
+    }
+}
+
+#[test]
 fn far_source_rows_prefetch_three_blocks_ahead() {
     use relayout::plan::{Blocking, Kernel, Plan, Tactics};
     use relayout::{reference, DType, Options};

@@ -50,6 +50,19 @@ impl Prefetch {
     }
 }
 
+/// A later block's source rows that a staged block asks for: `block`'s rows from `step` bytes
+/// after byte address `s` (this block's source), `group` blocks at a time
+/// ([`Region::prefetch_group`]).
+///
+/// [`Region::prefetch_group`]: crate::plan::Region::prefetch_group
+#[derive(Clone, Copy)]
+pub(super) struct Ahead {
+    pub(super) block: SourceBlock,
+    pub(super) step: i64,
+    pub(super) group: usize,
+    pub(super) s: Value,
+}
+
 /// `tile` writing into the staging buffer: a row of `b.extent` elements per step of `a`.
 pub(super) fn into_stage(tile: TransposeTile) -> TransposeTile {
     TransposeTile {
@@ -380,15 +393,21 @@ impl Emitter<'_> {
             row_bytes: a.extent as i64 * size,
             row_stride: b.src_stride * size,
         };
+        let ahead = prefetch.map(|p| Ahead {
+            block,
+            step: p.step * size,
+            group: p.group,
+            s,
+        });
         let fill = |e: &mut Self, stage: Value| {
             e.transpose_block(into_stage, TileStores::Cached, s, stage);
-            e.prefetch_ahead(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
         };
         match flush {
-            Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill),
+            Flush::Streamed => self.staged_streamed(rows, b.extent, d, fill, ahead),
             Flush::Copied => {
                 let stage = self.stage_address();
                 fill(self, stage);
+                self.ask_ahead(ahead);
                 self.flushing(|e| {
                     let routine = e.flush_routine(flush);
                     e.stream_copy(routine, rows, b.extent, stage, d);
@@ -428,13 +447,22 @@ impl Emitter<'_> {
         };
         let stage = self.stage_address();
         self.transpose_block(into_stage(extended), TileStores::Cached, s, stage);
-        self.prefetch_ahead(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
-        self.flushing(|e| {
-            let routine = match JoinedEnds::of(join) {
-                Some(j) => e.joined_ends_routine(j),
-                None => e.stream_routine(),
-            };
-            e.stream_copy(routine, rows, b.extent, stage, d);
+        let ends = JoinedEnds::of(join);
+        let ahead = prefetch.map(|p| Ahead {
+            block,
+            step: p.step * size,
+            group: p.group,
+            s,
+        });
+        self.flushing(|e| match ahead {
+            Some(ahead) => e.stream_copy_asking(ends, rows, b.extent, stage, d, ahead),
+            None => {
+                let routine = match ends {
+                    Some(j) => e.joined_ends_routine(j),
+                    None => e.stream_routine(),
+                };
+                e.stream_copy(routine, rows, b.extent, stage, d);
+            }
         });
     }
 
@@ -480,14 +508,40 @@ impl Emitter<'_> {
     ///
     /// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
     pub(super) fn prefetch_ahead(&mut self, block: SourceBlock, ahead: Option<Prefetch>, s: Value) {
+        self.ask_ahead(ahead.map(|p| Ahead {
+            block,
+            step: p.step,
+            group: p.group,
+            s,
+        }));
+    }
+
+    /// Asks the runtime's prefetching routine for `ahead`'s rows at once (nothing for none).
+    pub(super) fn ask_ahead(&mut self, ahead: Option<Ahead>) {
         let Some(ahead) = ahead else {
             return;
         };
         let routine = self.prefetch_routine();
-        let next = self.offset(s, ahead.step);
-        let group = ahead.group as i64;
-        let shape = [block.rows as i64, block.row_bytes, block.row_stride, group];
-        self.call_stream_rows(routine, next, next, shape);
+        let [next, shape @ ..] = self.ask_arguments(ahead);
+        self.b.ins().call(
+            routine,
+            &[next, next, shape[0], shape[1], shape[2], shape[3]],
+        );
+    }
+
+    /// The prefetching routine's source address and `[rows, row bytes, stride, group]` for
+    /// `ahead` (the last arguments of the streaming routines that ask as they go).
+    fn ask_arguments(&mut self, ahead: Ahead) -> [Value; 5] {
+        let next = self.offset(ahead.s, ahead.step);
+        let Ahead { block, group, .. } = ahead;
+        let [rows, row_bytes, stride, group] = [
+            block.rows as i64,
+            block.row_bytes,
+            block.row_stride,
+            group as i64,
+        ]
+        .map(|v| self.b.ins().iconst(types::I64, v));
+        [next, rows, row_bytes, stride, group]
     }
 
     /// The zips or unzips of `steps` (a single one for [`SINGLE`]) into the staging buffer,
@@ -508,8 +562,11 @@ impl Emitter<'_> {
     ) {
         let block = tile.elements();
         let zip = move |e: &mut Self, s: Value, d: Value| e.zip(tile, strips, s, d);
-        self.staged_streamed(SINGLE, steps.extent * block, d, |e, stage| {
-            match (steps.extent, pieces) {
+        self.staged_streamed(
+            SINGLE,
+            steps.extent * block,
+            d,
+            |e, stage| match (steps.extent, pieces) {
                 (1, _) => zip(e, s, stage),
                 (_, 1) => e.fixed_loop(steps, s, stage, zip),
                 _ => {
@@ -519,8 +576,9 @@ impl Emitter<'_> {
                         e.fixed_loop(side_by_side, s, d, |e, s, d| e.fixed_loop(chunk, s, d, zip))
                     });
                 }
-            }
-        });
+            },
+            None,
+        );
     }
 
     /// An unzip into the staging buffer, one row of `long.extent` elements per strip, then the
@@ -540,9 +598,8 @@ impl Emitter<'_> {
             dst_stride: tile.short.dst_stride,
             index_stride: 0,
         };
-        self.staged_streamed(rows, row, d, |e, stage| {
-            e.zip(into_stage, Strips::Deinterleave, s, stage)
-        });
+        let fill = |e: &mut Self, stage| e.zip(into_stage, Strips::Deinterleave, s, stage);
+        self.staged_streamed(rows, row, d, fill, None);
     }
 
     /// Runs `fill`, which writes a block into the staging buffer (at the address it is given),
@@ -550,18 +607,23 @@ impl Emitter<'_> {
     /// the buffer and in `d`) out to `d`. Where the runtime converts rows of the plan's
     /// conversion (`StagedConversion::ByRoutine`), the buffer holds source elements and the
     /// runtime's routine converts them as it stores; otherwise the tiles store converted
-    /// elements and the streaming routine copies them.
+    /// elements and the streaming routine copies them. Blocks that ask for a later block's
+    /// source (`ahead`) ask as they stream out, a share before each row, where their rows
+    /// are copied by the streaming routine; by a separate call before the runtime converts them
+    /// otherwise.
     fn staged_streamed(
         &mut self,
         rows: Loop,
         len: usize,
         d: Value,
         fill: impl FnOnce(&mut Self, Value),
+        ahead: Option<Ahead>,
     ) {
         let stage = self.stage_address();
         match self.staged_conversion {
             StagedConversion::ByRoutine(c) => {
                 self.unconverted(|e| fill(e, stage));
+                self.ask_ahead(ahead);
                 let routine = self.convert_rows_routine(c);
                 let shape = [
                     rows.extent as i64,
@@ -573,9 +635,12 @@ impl Emitter<'_> {
             }
             StagedConversion::InRegisters => {
                 fill(self, stage);
-                self.flushing(|e| {
-                    let routine = e.stream_routine();
-                    e.stream_copy(routine, rows, len, stage, d);
+                self.flushing(|e| match ahead {
+                    Some(ahead) => e.stream_copy_asking(None, rows, len, stage, d, ahead),
+                    None => {
+                        let routine = e.stream_routine();
+                        e.stream_copy(routine, rows, len, stage, d);
+                    }
                 });
             }
         }
@@ -600,6 +665,31 @@ impl Emitter<'_> {
             rows.dst_stride * self.dst_size,
         ];
         self.call_stream_rows(routine, s, d, shape);
+    }
+
+    /// As [`stream_copy`](Self::stream_copy) with the runtime's streaming routine that joins
+    /// `ends` of its rows (if any) and asks for `ahead`'s rows as it goes, a share before each
+    /// row, where a separate call would ask for them all at once.
+    fn stream_copy_asking(
+        &mut self,
+        ends: Option<JoinedEnds>,
+        rows: Loop,
+        len: usize,
+        s: Value,
+        d: Value,
+        ahead: Ahead,
+    ) {
+        let routine = self.asking_routine(ends);
+        let shape = [
+            rows.extent as i64,
+            len as i64 * self.dst_size,
+            rows.src_stride * self.src_size,
+            rows.dst_stride * self.dst_size,
+        ]
+        .map(|v| self.b.ins().iconst(types::I64, v));
+        let ask = self.ask_arguments(ahead);
+        let args: Vec<Value> = [s, d].into_iter().chain(shape).chain(ask).collect();
+        self.b.ins().call(routine, &args);
     }
 
     /// `stream_rows(s, d, rows, row_bytes, src_stride, dst_stride)`, the last four (byte counts)

@@ -35,7 +35,9 @@ use kernels::Prefetch;
 
 use crate::convert::Arithmetic;
 use crate::plan::{CopyWrite, Flush, Packed, Plan, Region};
-use crate::runtime::{BlockTranspose, CoreRoutine, JoinedEnds, Routine, RowConversion};
+use crate::runtime::{
+    BlockTranspose, CoreRoutine, JoinedEnds, Routine, RowConversion, StreamAsking,
+};
 use crate::target::{Target, CRANELIFT_VECTOR_BYTES};
 
 /// The signature of every generated relayout function.
@@ -43,9 +45,9 @@ pub(crate) fn signature(call_conv: CallConv) -> Signature {
     i64_signature(call_conv, 4)
 }
 
-/// The signature of the runtime's streaming routine (`runtime::stream_rows`).
-pub(crate) fn stream_rows_signature(call_conv: CallConv) -> Signature {
-    i64_signature(call_conv, 6)
+/// The signature of the runtime's routine `r`: [`Routine::params`] 64-bit parameters.
+pub(crate) fn routine_signature(call_conv: CallConv, r: Routine) -> Signature {
+    i64_signature(call_conv, r.params())
 }
 
 /// How the elements of a block staged and streamed out are converted.
@@ -238,6 +240,12 @@ impl Emitter<'_> {
         self.routine(Routine::Joined(j))
     }
 
+    /// The runtime's streaming routine that asks for a later block's source rows as it goes,
+    /// joining `ends` of its rows if any, imported on first use.
+    fn asking_routine(&mut self, ends: Option<JoinedEnds>) -> FuncRef {
+        self.routine(Routine::Asking(StreamAsking { ends }))
+    }
+
     /// The runtime's routine that copies the rows of a staged block out as `flush` says,
     /// imported on first use.
     fn flush_routine(&mut self, flush: Flush) -> FuncRef {
@@ -282,7 +290,7 @@ impl Emitter<'_> {
         }
         let signature = self
             .b
-            .import_signature(stream_rows_signature(self.b.func.signature.call_conv));
+            .import_signature(routine_signature(self.b.func.signature.call_conv, r));
         let name = self
             .b
             .func

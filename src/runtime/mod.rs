@@ -24,14 +24,17 @@ pub(crate) use rows::RowConversion;
 pub(crate) use transpose::{BlockTranspose, TileStores};
 
 /// A routine of the runtime that generated code calls, all of the streaming routine's
-/// signature (two pointers and four integers). A kernel's module declares the ones its code
-/// calls, and only those.
+/// signature (two pointers and four integers) but those that ask ahead as they stream
+/// ([`Routine::params`]). A kernel's module declares the ones its code calls, and only those.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Routine {
     /// One of the routines of one kind of call per block or run.
     Core(CoreRoutine),
     /// The streaming routine of joined runs.
     Joined(JoinedEnds),
+    /// A streaming routine, of joined runs or not, that asks for a later block's source rows
+    /// as it goes ([`StreamAsking`]).
+    Asking(StreamAsking),
     /// A block transpose.
     Transpose(BlockTranspose),
     /// A row conversion.
@@ -44,6 +47,7 @@ impl Routine {
         match self {
             Routine::Core(r) => r.symbol(),
             Routine::Joined(j) => j.symbol(),
+            Routine::Asking(a) => a.symbol(),
             Routine::Transpose(t) => t.symbol(),
             Routine::Conversion(c) => c.symbol(),
         }
@@ -55,11 +59,24 @@ impl Routine {
         match self {
             Routine::Core(r) => Some(r.address()),
             Routine::Joined(j) => Some(j.routine()),
+            Routine::Asking(a) => Some(a.routine()),
             Routine::Transpose(t) => Some(t.routine()),
             Routine::Conversion(c) => c.routine(),
         }
     }
+
+    /// How many 64-bit parameters it takes: [`StreamAsking::PARAMS`] for the streaming routines
+    /// that ask ahead, the streaming routine's six for every other.
+    pub(crate) fn params(self) -> usize {
+        match self {
+            Routine::Asking(_) => StreamAsking::PARAMS,
+            _ => ROWS_PARAMS,
+        }
+    }
 }
+
+/// How many 64-bit parameters [`RowsRoutine`]s take: two pointers and four integers.
+pub(crate) const ROWS_PARAMS: usize = 6;
 
 /// The runtime's routines of one kind of call per block or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +210,120 @@ impl JoinedEnds {
     }
 }
 
+/// A streaming routine that, as it writes its rows out, asks the CPU for the source rows of a
+/// later block into its L2 cache, a share of them before each row ([`AskAhead`]), where a
+/// staged transpose would otherwise ask for them all at once ([`prefetch_rows`]) between
+/// reading its block and writing it out. Asked for all at once, dozens of source rows
+/// (64 rows of four lines each for a 16 KiB block of f32) go out as a burst that the CPU's
+/// queue of misses cannot hold; asked for a row's share at a time, they overlap the streaming
+/// stores. On a 2-core AMD EPYC (Zen 3) VM, pinned blocks in back-to-back runs: the 8192² f32
+/// transpose in 256-byte runs of 16 KiB blocks went from 70–78 ms to 46–60 (memcpy of the
+/// same bytes 24–30 ms), the 8000² f32 one in 512-byte runs across from 67–69 ms to 48–58;
+/// `relayout bench --no-tune`, three alternating runs each, ratio to memcpy: 8000² f32
+/// 0.38–0.47 to 0.52–0.55, 8000² u16 0.32–0.50 to 0.72–0.77, NHWC → NCHW 0.61–0.74 to
+/// 0.78–0.84, the 256³ reversal 0.36–0.58 to 0.51–0.57, the rest level. A C model of the same
+/// blocks showed the same: asking for the next block's rows all at once between reading and
+/// writing ran no faster than not asking at all (94–99 ms against 98–103 for 8192²), a share
+/// at a time 57–80 ms.
+///
+/// Its parameters ([`StreamAsking::PARAMS`]): the streaming routine's six, then the
+/// prefetching routine's source address and `[rows, row bytes, stride, group]`
+/// ([`prefetch_rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StreamAsking {
+    /// Which ends of its rows it joins to the runs beside them, if any ([`JoinedEnds`]).
+    pub(crate) ends: Option<JoinedEnds>,
+}
+
+impl StreamAsking {
+    /// How many 64-bit parameters the routine takes.
+    pub(crate) const PARAMS: usize = ROWS_PARAMS + 5;
+
+    /// Every such routine.
+    #[cfg(test)]
+    const ALL: [StreamAsking; 4] = [
+        StreamAsking { ends: None },
+        StreamAsking {
+            ends: Some(JoinedEnds::Head),
+        },
+        StreamAsking {
+            ends: Some(JoinedEnds::Tail),
+        },
+        StreamAsking {
+            ends: Some(JoinedEnds::Both),
+        },
+    ];
+
+    /// The symbol under which the JIT module resolves the routine.
+    pub(crate) fn symbol(self) -> &'static str {
+        match self.ends {
+            None => "relayout_stream_rows_asking",
+            Some(JoinedEnds::Head) => "relayout_stream_rows_head_joined_asking",
+            Some(JoinedEnds::Tail) => "relayout_stream_rows_tail_joined_asking",
+            Some(JoinedEnds::Both) => "relayout_stream_rows_both_joined_asking",
+        }
+    }
+
+    /// The routine's address for this host, with the widest streaming stores it has (as
+    /// [`stream_rows_routine`]).
+    pub(crate) fn routine(self) -> *const u8 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return self.with::<Avx512>() as *const u8;
+            }
+            if std::arch::is_x86_feature_detected!("avx") {
+                return self.with::<Avx>() as *const u8;
+            }
+        }
+        self.with::<Baseline>() as *const u8
+    }
+
+    /// The routine with `S`'s streaming stores.
+    fn with<S: Streamer>(self) -> AskingRoutine {
+        match self.ends {
+            None => stream_rows_asking::<S, false, false>,
+            Some(JoinedEnds::Head) => stream_rows_asking::<S, true, false>,
+            Some(JoinedEnds::Tail) => stream_rows_asking::<S, false, true>,
+            Some(JoinedEnds::Both) => stream_rows_asking::<S, true, true>,
+        }
+    }
+}
+
+/// The signature of the streaming routines that ask ahead ([`StreamAsking`]).
+type AskingRoutine =
+    unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64, *const u8, i64, i64, i64, i64);
+
+/// [`StreamRows`] of the rows `[rows, row_bytes, src_stride, dst_stride]` from `src` to `dst`,
+/// asking before each row for its share of the rows the prefetching routine would ask for when
+/// called with `ask_at` and `[ask_rows, ask_row_bytes, ask_stride, ask_group]`.
+///
+/// # Safety
+/// As [`StreamRows`] for its first six arguments; the rest are hints, any value allowed.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn stream_rows_asking<
+    S: Streamer,
+    const HEAD_JOINED: bool,
+    const TAIL_JOINED: bool,
+>(
+    src: *const u8,
+    dst: *mut u8,
+    rows: i64,
+    row_bytes: i64,
+    src_stride: i64,
+    dst_stride: i64,
+    ask_at: *const u8,
+    ask_rows: i64,
+    ask_row_bytes: i64,
+    ask_stride: i64,
+    ask_group: i64,
+) {
+    let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
+    let ahead = AskAhead::new(ask_at, [ask_rows, ask_row_bytes, ask_stride, ask_group]);
+    // SAFETY: forwarded from the caller.
+    unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED, true>(job, ahead) }
+}
+
 /// The signature of [`StreamRows`] and the routines like it.
 type RowsRoutine = unsafe extern "C" fn(*const u8, *mut u8, i64, i64, i64, i64);
 
@@ -237,11 +368,15 @@ trait Streamer {
     unsafe fn stream(src: *const u8, dst: *mut u8);
 
     /// Copies every row of `job` as [`StreamRows`] says (through [`copy_rows`], compiled with
-    /// the features [`Streamer::stream`] needs, so that it inlines).
+    /// the features [`Streamer::stream`] needs, so that it inlines), asking for `ahead`'s rows
+    /// as it goes if `ASKS`.
     ///
     /// # Safety
     /// As [`StreamRows`], for `job`'s rows.
-    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows);
+    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool, const ASKS: bool>(
+        job: Rows,
+        ahead: AskAhead,
+    );
 }
 
 /// Copies `rows` rows of `row_bytes` bytes from `src` (rows `src_stride` bytes apart) to `dst`
@@ -268,7 +403,7 @@ impl<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool> RowsJob
 {
     unsafe fn run(job: Rows) {
         // SAFETY: forwarded from the caller.
-        unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED>(job) }
+        unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED, false>(job, AskAhead::NOTHING) }
     }
 }
 
@@ -318,16 +453,29 @@ pub(crate) const CHUNK_BYTES: usize = 256;
 /// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines through [`stream_lines`],
 /// nothing but loads and streaming stores (they have no heads or tails to leave or lend), any
 /// other row through [`copy_row`], after the lines all the rows store in part are asked for
-/// ([`prefetch_stored_lines`]).
+/// ([`prefetch_stored_lines`]); before each row, if `ASKS`, its share of `ahead`'s rows.
 ///
 /// # Safety
 /// As [`StreamRows`]; `S`'s features must be enabled where this is inlined.
 #[inline(always)]
-unsafe fn copy_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
-    if job.row_bytes == 0 {
+unsafe fn copy_rows<
+    S: Streamer,
+    const HEAD_JOINED: bool,
+    const TAIL_JOINED: bool,
+    const ASKS: bool,
+>(
+    job: Rows,
+    ahead: AskAhead,
+) {
+    if job.rows == 0 || job.row_bytes == 0 {
         // No bytes to move, and none the caller vouches for.
+        if ASKS {
+            ahead.ask_all();
+        }
         return;
     }
+    // Without `ASKS` (the plain streaming routines) nothing of the asking is compiled in.
+    let shares = ASKS.then(|| ahead.in_shares(job.rows));
     let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
     let whole = whole_lines(job.dst as usize)
         && whole_lines(job.dst_stride.unsigned_abs())
@@ -339,6 +487,9 @@ unsafe fn copy_rows<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: boo
         }
     }
     for r in 0..job.rows as isize {
+        if let Some(shares) = shares {
+            shares.ask(r as usize);
+        }
         // SAFETY: row `r` of each side is inside the ranges the caller vouches for, and the
         // offsets fit in `isize` because they address memory that exists.
         let (src, dst) = unsafe {
@@ -494,9 +645,12 @@ impl Streamer for Baseline {
         unsafe { std::ptr::copy_nonoverlapping(src, dst, 16) }
     }
 
-    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
+    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool, const ASKS: bool>(
+        job: Rows,
+        ahead: AskAhead,
+    ) {
         // SAFETY: forwarded from the caller; no features beyond the baseline.
-        unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
+        unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED, ASKS>(job, ahead) }
     }
 }
 
@@ -521,10 +675,13 @@ macro_rules! wide_streamer {
             }
 
             #[target_feature(enable = $feature)]
-            unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool>(job: Rows) {
+            unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool, const ASKS: bool>(
+                job: Rows,
+                ahead: AskAhead,
+            ) {
                 // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
                 // `stream` inlines).
-                unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED>(job) }
+                unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED, ASKS>(job, ahead) }
             }
         }
     };
@@ -547,7 +704,9 @@ wide_streamer!(
 /// A staged transpose calls it once per block, after it has read its own source and before it
 /// writes its stage out, for the next block's source rows: the reads of the next block then
 /// overlap the writes of this one, where otherwise each block would wait for memory on its
-/// reads, then on its writes.
+/// reads, then on its writes. Blocks that the streaming routine writes out ask through that
+/// routine instead, a share of the rows before each row it writes ([`StreamAsking`]); this one
+/// serves blocks copied out with ordinary stores or converted by a row routine.
 fn prefetch_rows_routine() -> *const u8 {
     prefetch_rows as *const u8
 }
@@ -574,9 +733,99 @@ extern "C" fn prefetch_rows(
     src_stride: i64,
     group: i64,
 ) {
-    if let Some(row_bytes) = grouped_row_bytes(src as usize, row_bytes, group) {
-        ask_rows(hints::Ask::ReadIntoL2, src, rows, row_bytes, src_stride);
+    AskAhead::new(src, [rows, row_bytes, src_stride, group]).ask_all();
+}
+
+/// Source rows to ask the CPU for into its L2 cache (`prefetcht1`): `rows` rows of `row_bytes`
+/// bytes at `at`, `stride` bytes apart.
+#[derive(Clone, Copy)]
+struct AskAhead {
+    at: *const u8,
+    rows: usize,
+    row_bytes: i64,
+    stride: i64,
+}
+
+impl AskAhead {
+    /// No rows.
+    const NOTHING: AskAhead = AskAhead {
+        at: std::ptr::null(),
+        rows: 0,
+        row_bytes: 0,
+        stride: 0,
+    };
+
+    /// The rows [`prefetch_rows`] asks for when called with `at` and `[rows, row_bytes, stride,
+    /// group]` (see [`grouped_row_bytes`]; negative counts as none).
+    fn new(at: *const u8, [rows, row_bytes, stride, group]: [i64; 4]) -> AskAhead {
+        match grouped_row_bytes(at as usize, row_bytes, group) {
+            Some(row_bytes) => AskAhead {
+                at,
+                rows: rows.max(0) as usize,
+                row_bytes,
+                stride,
+            },
+            None => AskAhead::NOTHING,
+        }
     }
+
+    /// The rows cut into `parts` shares (at least one), to be asked for one by one.
+    fn in_shares(self, parts: usize) -> Shares {
+        Shares {
+            ahead: self,
+            per_share: self.rows.div_ceil(parts.max(1)),
+        }
+    }
+
+    /// Asks for all the rows at once.
+    fn ask_all(self) {
+        self.in_shares(1).ask(0);
+    }
+}
+
+/// The rows of an [`AskAhead`] in consecutive shares of `per_share` rows (the last ones
+/// shorter or empty), which a streaming routine asks for one before each row it writes. The
+/// share size is worked out once per call: a routine whose rows are a line or two long has no
+/// time for a division per row.
+#[derive(Clone, Copy)]
+struct Shares {
+    ahead: AskAhead,
+    per_share: usize,
+}
+
+impl Shares {
+    /// Asks for share `part` (nothing past the last).
+    #[inline(always)]
+    fn ask(self, part: usize) {
+        if self.per_share == 0 {
+            return;
+        }
+        let AskAhead {
+            at,
+            rows,
+            row_bytes,
+            stride,
+        } = self.ahead;
+        let share = share_of_rows(rows, self.per_share, part);
+        if share.is_empty() {
+            return;
+        }
+        let at = at.wrapping_offset((share.start as isize).wrapping_mul(stride as isize));
+        ask_rows(
+            hints::Ask::ReadIntoL2,
+            at,
+            share.len() as i64,
+            row_bytes,
+            stride,
+        );
+    }
+}
+
+/// Share `part` of `rows` rows in consecutive shares of `per_share` rows: together the shares
+/// hold every row once.
+fn share_of_rows(rows: usize, per_share: usize, part: usize) -> std::ops::Range<usize> {
+    let first = part.saturating_mul(per_share).min(rows);
+    first..first + per_share.min(rows - first)
 }
 
 /// How many bytes of each row a call of the prefetching routine for the block at `at` asks
@@ -702,16 +951,59 @@ mod tests {
         assert_eq!(grouped_row_bytes(0, 128, i64::MAX), Some(128 * 64));
     }
 
+    /// The shares of rows that a streaming routine asks for, one before each of its rows,
+    /// together ask for every row once, in order; however many rows each side has.
+    #[test]
+    fn shares_of_rows_hold_every_row_once() {
+        for rows in 0..40 {
+            for parts in 0..50 {
+                let ahead = AskAhead {
+                    rows,
+                    ..AskAhead::NOTHING
+                };
+                let per_share = ahead.in_shares(parts).per_share;
+                let mut next = 0;
+                for part in 0..parts.max(1) + 2 {
+                    let share = share_of_rows(rows, per_share, part);
+                    if !share.is_empty() {
+                        assert_eq!(share.start, next, "{rows} rows in {parts}: part {part}");
+                        next = share.end;
+                    }
+                }
+                assert_eq!(next, rows, "{rows} rows in {parts}");
+                assert!(share_of_rows(rows, per_share, usize::MAX).is_empty());
+            }
+        }
+    }
+
+    /// The host's streaming routines that ask as they go stream with its widest stores, as the
+    /// plain ones do.
+    #[test]
+    fn the_host_asks_as_it_streams_with_its_widest_stores() {
+        for a in StreamAsking::ALL {
+            #[allow(unused_mut)]
+            let mut widest = a.with::<Baseline>() as *const u8;
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                widest = a.with::<Avx512>() as *const u8;
+            } else if std::arch::is_x86_feature_detected!("avx") {
+                widest = a.with::<Avx>() as *const u8;
+            }
+            assert_eq!(a.routine(), widest, "{a:?}");
+        }
+    }
+
     /// Every routine generated code may call resolves under a symbol of its own; the core
     /// routines to routines of their own.
     #[test]
     fn routines_resolve_under_distinct_symbols() {
         let routines: Vec<Routine> = (CoreRoutine::ALL.map(Routine::Core).into_iter())
             .chain(JoinedEnds::ALL.map(Routine::Joined))
+            .chain(StreamAsking::ALL.map(Routine::Asking))
             .chain(BlockTranspose::ALL.map(Routine::Transpose))
             .chain(RowConversion::ALL.map(Routine::Conversion))
             .collect();
-        assert_eq!(routines.len(), 5 + 3 + 16 + 2);
+        assert_eq!(routines.len(), 5 + 3 + 4 + 16 + 2);
         for (i, r) in routines.iter().enumerate() {
             for other in &routines[i + 1..] {
                 assert_ne!(r.symbol(), other.symbol());
@@ -815,31 +1107,84 @@ mod tests {
         }
     }
 
-    /// `check` on the baseline routine, on those of the CPU's features, and on the host's.
+    /// `S`'s streaming routine that asks as it goes ([`stream_rows_asking`]), behind the plain
+    /// routine's signature: it asks for rows between its own source rows, and rows a GiB past
+    /// them, as kernels ask for blocks past their buffers.
+    unsafe extern "C" fn asking<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(
+        src: *const u8,
+        dst: *mut u8,
+        rows: i64,
+        row_bytes: i64,
+        src_stride: i64,
+        dst_stride: i64,
+    ) {
+        let near = src.wrapping_add(32);
+        let far = src.wrapping_add(1 << 30);
+        // SAFETY: the caller's promise for the first six arguments; the rest are hints.
+        unsafe {
+            stream_rows_asking::<S, HEAD_JOINED, TAIL_JOINED>(
+                src, dst, rows, row_bytes, src_stride, dst_stride, near, rows, 64, src_stride, 1,
+            );
+            stream_rows_asking::<S, HEAD_JOINED, TAIL_JOINED>(
+                src,
+                dst,
+                rows,
+                row_bytes,
+                src_stride,
+                dst_stride,
+                far,
+                3 * rows + 1,
+                row_bytes + 100,
+                -src_stride,
+                8,
+            );
+        }
+    }
+
+    /// The streaming routine of `ends` that asks as it goes with `S`'s stores, behind the
+    /// plain routine's signature ([`asking`]).
+    fn asking_with<S: Streamer>(ends: Option<JoinedEnds>) -> RowsRoutine {
+        match ends {
+            None => asking::<S, false, false>,
+            Some(JoinedEnds::Head) => asking::<S, true, false>,
+            Some(JoinedEnds::Tail) => asking::<S, false, true>,
+            Some(JoinedEnds::Both) => asking::<S, true, true>,
+        }
+    }
+
+    /// `check` on the baseline routine, on those of the CPU's features, and on the host's; and
+    /// on the routines of each that ask as they go.
     fn for_each_routine(check: impl Fn(RowsRoutine)) {
         check(rows_routine::<StreamRows<Baseline, false, false>>);
+        check(asking_with::<Baseline>(None));
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
             check(rows_routine::<StreamRows<Avx, false, false>>);
+            check(asking_with::<Avx>(None));
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
             check(rows_routine::<StreamRows<Avx512, false, false>>);
+            check(asking_with::<Avx512>(None));
         }
         // SAFETY: the host's routine is a function of this signature (what the JIT calls).
         check(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(stream_rows_routine()) });
     }
 
-    /// The routines of `joined`: the baseline one, those of the CPU's features, and the host's.
+    /// The routines of `joined`: the baseline one, those of the CPU's features, and the host's;
+    /// and those of each that ask as they go.
     fn joined_routines(joined: JoinedEnds) -> Vec<RowsRoutine> {
-        let mut routines = vec![joined.with::<Baseline>()];
+        let mut routines = vec![
+            joined.with::<Baseline>(),
+            asking_with::<Baseline>(Some(joined)),
+        ];
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
-            routines.push(joined.with::<Avx>());
+            routines.extend([joined.with::<Avx>(), asking_with::<Avx>(Some(joined))]);
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
-            routines.push(joined.with::<Avx512>());
+            routines.extend([joined.with::<Avx512>(), asking_with::<Avx512>(Some(joined))]);
         }
         // SAFETY: the host's routine is a function of this signature (what the JIT calls).
         routines.push(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(joined.routine()) });
