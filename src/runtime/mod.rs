@@ -128,19 +128,41 @@ impl CoreRoutine {
     }
 }
 
-/// The streaming routine for this host: [`StreamRows`] with 64-byte streaming stores where the
-/// CPU has AVX-512F, 32-byte ones where it has AVX, 16-byte ones otherwise.
+/// The streaming routine for this host: [`StreamRows`] with its widest streaming stores
+/// ([`widest`]).
 fn stream_rows_routine() -> *const u8 {
+    widest(PlainStream)
+}
+
+/// A streaming routine in a version for each width of streaming stores.
+trait Streaming: Copy {
+    /// The address of the version with `S`'s stores.
+    fn address_with<S: Streamer>(self) -> *const u8;
+}
+
+/// The version of `routine` with 64-byte streaming stores where the CPU has AVX-512F, 32-byte
+/// ones where it has AVX, 16-byte ones otherwise.
+fn widest(routine: impl Streaming) -> *const u8 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return rows_routine::<StreamRows<Avx512, false, false>> as *const u8;
+            return routine.address_with::<Avx512>();
         }
         if std::arch::is_x86_feature_detected!("avx") {
-            return rows_routine::<StreamRows<Avx, false, false>> as *const u8;
+            return routine.address_with::<Avx>();
         }
     }
-    rows_routine::<StreamRows<Baseline, false, false>> as *const u8
+    routine.address_with::<Baseline>()
+}
+
+/// The plain streaming routine, [`StreamRows`] joining no ends.
+#[derive(Clone, Copy)]
+struct PlainStream;
+
+impl Streaming for PlainStream {
+    fn address_with<S: Streamer>(self) -> *const u8 {
+        rows_routine::<StreamRows<S, false, false>> as *const u8
+    }
 }
 
 /// The streaming routine of joined runs ([`TransposeWrite::Joined`]): which ends of its rows
@@ -185,19 +207,10 @@ impl JoinedEnds {
         }
     }
 
-    /// The routine's address for this host, with the widest streaming stores it has (as
-    /// [`stream_rows_routine`]).
+    /// The routine's address for this host, with the widest streaming stores it has
+    /// ([`widest`]).
     pub(crate) fn routine(self) -> *const u8 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return self.with::<Avx512>() as *const u8;
-            }
-            if std::arch::is_x86_feature_detected!("avx") {
-                return self.with::<Avx>() as *const u8;
-            }
-        }
-        self.with::<Baseline>() as *const u8
+        widest(self)
     }
 
     /// The routine with `S`'s streaming stores.
@@ -207,6 +220,12 @@ impl JoinedEnds {
             JoinedEnds::Tail => rows_routine::<StreamRows<S, false, true>>,
             JoinedEnds::Both => rows_routine::<StreamRows<S, true, true>>,
         }
+    }
+}
+
+impl Streaming for JoinedEnds {
+    fn address_with<S: Streamer>(self) -> *const u8 {
+        self.with::<S>() as *const u8
     }
 }
 
@@ -264,19 +283,10 @@ impl StreamAsking {
         }
     }
 
-    /// The routine's address for this host, with the widest streaming stores it has (as
-    /// [`stream_rows_routine`]).
+    /// The routine's address for this host, with the widest streaming stores it has
+    /// ([`widest`]).
     pub(crate) fn routine(self) -> *const u8 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return self.with::<Avx512>() as *const u8;
-            }
-            if std::arch::is_x86_feature_detected!("avx") {
-                return self.with::<Avx>() as *const u8;
-            }
-        }
-        self.with::<Baseline>() as *const u8
+        widest(self)
     }
 
     /// The routine with `S`'s streaming stores.
@@ -287,6 +297,12 @@ impl StreamAsking {
             Some(JoinedEnds::Tail) => stream_rows_asking::<S, false, true>,
             Some(JoinedEnds::Both) => stream_rows_asking::<S, true, true>,
         }
+    }
+}
+
+impl Streaming for StreamAsking {
+    fn address_with<S: Streamer>(self) -> *const u8 {
+        self.with::<S>() as *const u8
     }
 }
 
