@@ -63,6 +63,18 @@ pub(super) struct Ahead {
     pub(super) s: Value,
 }
 
+impl Ahead {
+    /// The rows `prefetch` (its step in bytes) asks for: `block`'s, a step on from `s`.
+    pub(super) fn of(block: SourceBlock, prefetch: Option<Prefetch>, s: Value) -> Option<Ahead> {
+        prefetch.map(|p| Ahead {
+            block,
+            step: p.step,
+            group: p.group,
+            s,
+        })
+    }
+}
+
 /// `tile` writing into the staging buffer: a row of `b.extent` elements per step of `a`.
 pub(super) fn into_stage(tile: TransposeTile) -> TransposeTile {
     TransposeTile {
@@ -393,12 +405,7 @@ impl Emitter<'_> {
             row_bytes: a.extent as i64 * size,
             row_stride: b.src_stride * size,
         };
-        let ahead = prefetch.map(|p| Ahead {
-            block,
-            step: p.step * size,
-            group: p.group,
-            s,
-        });
+        let ahead = Ahead::of(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
         let fill = |e: &mut Self, stage: Value| {
             e.transpose_block(into_stage, TileStores::Cached, s, stage);
         };
@@ -448,12 +455,7 @@ impl Emitter<'_> {
         let stage = self.stage_address();
         self.transpose_block(into_stage(extended), TileStores::Cached, s, stage);
         let ends = JoinedEnds::of(join);
-        let ahead = prefetch.map(|p| Ahead {
-            block,
-            step: p.step * size,
-            group: p.group,
-            s,
-        });
+        let ahead = Ahead::of(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
         self.flushing(|e| match ahead {
             Some(ahead) => e.stream_copy_asking(ends, rows, b.extent, stage, d, ahead),
             None => {
@@ -500,23 +502,12 @@ impl Emitter<'_> {
         }
     }
 
-    /// Asks the runtime's prefetching routine for the source rows `block` that start `step`
-    /// bytes after byte address `s`: a later block of a staged transpose
-    /// ([`Region::prefetch_step`]), called once this block's source is read and before its
-    /// stage goes out, so that the later block's reads overlap this block's writes. No step
-    /// asks for nothing.
+    /// Asks the runtime's prefetching routine for `ahead`'s rows at once (nothing for none): a
+    /// later block of a staged transpose ([`Region::prefetch_step`]), called once this block's
+    /// source is read and before its stage goes out, so that the later block's reads overlap
+    /// this block's writes.
     ///
     /// [`Region::prefetch_step`]: crate::plan::Region::prefetch_step
-    pub(super) fn prefetch_ahead(&mut self, block: SourceBlock, ahead: Option<Prefetch>, s: Value) {
-        self.ask_ahead(ahead.map(|p| Ahead {
-            block,
-            step: p.step,
-            group: p.group,
-            s,
-        }));
-    }
-
-    /// Asks the runtime's prefetching routine for `ahead`'s rows at once (nothing for none).
     pub(super) fn ask_ahead(&mut self, ahead: Option<Ahead>) {
         let Some(ahead) = ahead else {
             return;

@@ -16,7 +16,7 @@
 
 use cranelift_codegen::ir::{types, FuncRef, InstBuilder, Value};
 
-use super::kernels::{into_stage, Prefetch, SourceBlock};
+use super::kernels::{into_stage, Ahead, Prefetch, SourceBlock};
 use super::network::Network;
 use super::{Emitter, VECTOR_BYTES};
 use crate::plan::{CopyWrite, Flush, Kernel, Loop, Packed, TransposeTile, TransposeWrite};
@@ -124,11 +124,11 @@ impl Emitter<'_> {
             row_stride: tile.b.src_stride / k as i64,
         };
         let s_bytes = self.byte_address(PACKED_4, s);
-        self.prefetch_ahead(
+        self.ask_ahead(Ahead::of(
             block,
             prefetch.map(|p| p.with_step(|step| step / k as i64)),
             s_bytes,
-        );
+        ));
         let rows = Loop {
             extent: tile.a.extent,
             src_stride: row as i64,
