@@ -230,6 +230,104 @@ fn streamed_blocks_ask_for_the_next_block_as_they_stream_out() {
 }
 
 #[test]
+fn streamed_zips_cut_their_runs_into_whole_lines() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Kernel, Plan};
+    // A zip of k strips into an interleaved run (NCHW → NHWC with k channels) on a target that
+    // streams from the first byte is cut into staged chunks of about 4 KiB that are whole
+    // cache lines of destination, so that no line is stored in part by two chunks: 3 f32
+    // channels in chunks of 336 steps (4032 bytes), not 340 (4080).
+    let target = streams_from_the_first_byte();
+    let line = target.line_bytes;
+    for (elem_size, k, long) in [
+        (4, 3, 3000),
+        (2, 3, 5000),
+        (2, 6, 3000),
+        (2, 7, 3000),
+        (1, 3, 9000),
+        (8, 3, 1500),
+    ] {
+        let plane = k as i64 * long as i64;
+        let src = Layout::from_strides(&[2, k, long], &[plane, long as i64, 1]).unwrap();
+        let dst = Layout::from_strides(&[2, k, long], &[plane, 1, k as i64]).unwrap();
+        let plan = Plan::with_tactics(&src, &dst, elem_size, Default::default(), target).unwrap();
+        // The chunks are the largest staged zips; the rest of each strip is a region of its own.
+        let bytes = plan
+            .regions()
+            .iter()
+            .filter(|r| matches!(r.kernel, Kernel::Zip { .. }))
+            .filter_map(|r| r.kernel.stage_bytes(elem_size))
+            .max()
+            .unwrap_or_else(|| panic!("no staged zip\n{plan}"));
+        assert!(
+            bytes % line == 0 && bytes > 4096 - 2 * k * elem_size * line,
+            "{bytes}\n{plan}"
+        );
+        common::check_plan_moves_of(&plan, &src, &dst);
+        let run = Run {
+            elem_size,
+            pad: None,
+            threads: 1,
+            pin: Some(Pin::defaults_on(target)),
+        };
+        check_guarded(&src, &dst, run).unwrap();
+    }
+}
+
+#[test]
+fn streamed_copies_read_long_rows_side_by_side_only_in_pieces() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{CopyWrite, Kernel, LargeWrites, LongReads, Plan, Tactics};
+    // The default streams a long copy's rows in order; tactics that read in pieces read rows of
+    // two pages or more four pages side by side, by a routine of their own.
+    let target = streams_from_the_first_byte();
+    // A copy of 64 × 5000 elements: chunks of 16 KiB, then a shorter rest.
+    let layout = Layout::row_major(&[64, 5000]).unwrap();
+    for (large_writes, want) in [
+        (LargeWrites::Streamed, LongReads::InOrder),
+        (LargeWrites::StreamedInPieces, LongReads::PagesSideBySide),
+    ] {
+        let tactics = Tactics {
+            large_writes,
+            ..Tactics::default()
+        };
+        let plan = Plan::with_tactics(&layout, &layout, 4, tactics, target).unwrap();
+        // Rows of two pages (8 KiB) or more read as the tactics say; shorter ones (the rest of
+        // the copy) in order.
+        let reads: Vec<(usize, LongReads)> = plan
+            .regions()
+            .iter()
+            .filter_map(|r| match r.kernel {
+                Kernel::Copy {
+                    len,
+                    write: CopyWrite::Streamed { reads, .. },
+                    ..
+                } => Some((len * 4, reads)),
+                _ => None,
+            })
+            .collect();
+        assert!(reads.iter().any(|&(bytes, _)| bytes >= 8192), "{plan}");
+        for (bytes, reads) in reads {
+            let expected = if bytes >= 8192 {
+                want
+            } else {
+                LongReads::InOrder
+            };
+            assert_eq!(reads, expected, "{bytes} bytes\n{plan}");
+        }
+        for elem_size in [1, 4, 8] {
+            let run = Run {
+                elem_size,
+                pad: None,
+                threads: 1,
+                pin: Some(Pin { tactics, target }),
+            };
+            check_guarded(&layout, &layout, run).unwrap();
+        }
+    }
+}
+
+#[test]
 fn far_source_rows_prefetch_three_blocks_ahead() {
     use relayout::plan::{Blocking, Kernel, Plan, Tactics};
     use relayout::{reference, DType, Options};

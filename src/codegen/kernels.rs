@@ -118,7 +118,7 @@ impl Emitter<'_> {
             Kernel::Copy {
                 len,
                 index_stride,
-                write: write @ (CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows }),
+                write: write @ (CopyWrite::Streamed { rows, .. } | CopyWrite::Prefetched { rows }),
             } => match self.route {
                 // The planner gives converting copies to no routine (the routines move bytes);
                 // were one asked for, the rows are converted and stored.

@@ -34,7 +34,7 @@ use convert::TableRead;
 use kernels::Prefetch;
 
 use crate::convert::Arithmetic;
-use crate::plan::{CopyWrite, Flush, Packed, Plan, Region};
+use crate::plan::{CopyWrite, Flush, LongReads, Packed, Plan, Region};
 use crate::runtime::{
     BlockTranspose, CoreRoutine, JoinedEnds, Routine, RowConversion, StreamAsking,
 };
@@ -263,7 +263,15 @@ impl Emitter<'_> {
             CopyWrite::Prefetched { .. } => {
                 self.routine(Routine::Core(CoreRoutine::StoreRowsAhead))
             }
-            CopyWrite::Streamed { .. } | CopyWrite::Stored => self.stream_routine(),
+            CopyWrite::Streamed {
+                reads: LongReads::PagesSideBySide,
+                ..
+            } => self.routine(Routine::Core(CoreRoutine::StreamRowsSideBySide)),
+            CopyWrite::Streamed {
+                reads: LongReads::InOrder,
+                ..
+            }
+            | CopyWrite::Stored => self.stream_routine(),
         }
     }
 

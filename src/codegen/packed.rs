@@ -50,7 +50,7 @@ impl Emitter<'_> {
                 let bytes = len / packed.per_byte();
                 match write {
                     CopyWrite::Stored => self.copy(s, d, bytes as i64),
-                    CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows } => {
+                    CopyWrite::Streamed { rows, .. } | CopyWrite::Prefetched { rows } => {
                         let routine = self.copy_routine(write);
                         self.byte_rows(packed, rows, bytes, routine, s, d)
                     }

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::ir::{
-    CopyWrite, Flush, IndexedSwizzle, Kernel, Loop, OffsetTerm, Packed, Plan, Region, RunHead,
-    RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite, ASK_GROUPS,
+    CopyWrite, Flush, IndexedSwizzle, Kernel, LongReads, Loop, OffsetTerm, Packed, Plan, Region,
+    RunHead, RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite, ASK_GROUPS,
 };
 
 impl fmt::Display for Plan {
@@ -129,7 +129,7 @@ impl Nest<'_, '_> {
         };
         match region.kernel {
             Kernel::Copy {
-                write: CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows },
+                write: CopyWrite::Streamed { rows, .. } | CopyWrite::Prefetched { rows },
                 ..
             } if rows.extent > 1 => self.open(rows)?,
             Kernel::Zip {
@@ -200,7 +200,14 @@ impl Nest<'_, '_> {
             Kernel::Element => self.line(format_args!("move 1 element")),
             Kernel::Copy { len, write, .. } => {
                 let how = match write {
-                    CopyWrite::Streamed { .. } => "streaming stores".to_string(),
+                    CopyWrite::Streamed {
+                        reads: LongReads::InOrder,
+                        ..
+                    } => "streaming stores".to_string(),
+                    CopyWrite::Streamed {
+                        reads: LongReads::PagesSideBySide,
+                        ..
+                    } => "streaming stores, long rows read four pages side by side".to_string(),
                     CopyWrite::Prefetched { .. } => {
                         "stores, lines asked for ahead".to_string()
                     }

@@ -119,6 +119,8 @@ pub enum CopyWrite {
     Streamed {
         /// The rows of one call.
         rows: Loop,
+        /// How the routine reads rows of two pages or more.
+        reads: LongReads,
     },
     /// Ordinary stores by the runtime's row routine, which asks for the lines of source and
     /// destination a little ahead of its loads and stores ([`LargeWrites::Prefetched`]): the
@@ -129,6 +131,19 @@ pub enum CopyWrite {
         /// The rows of one call.
         rows: Loop,
     },
+}
+
+/// How the runtime's streaming routine reads a streamed copy's rows of two pages or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LongReads {
+    /// Each row in order (the default: robust wherever the destination lies against the
+    /// source; see the runtime's `stream_lines`).
+    InOrder,
+    /// Four pages side by side, a few lines of each in turn ([`LargeWrites::StreamedInPieces`],
+    /// rows of two pages or more).
+    ///
+    /// [`LargeWrites::StreamedInPieces`]: crate::plan::LargeWrites::StreamedInPieces
+    PagesSideBySide,
 }
 
 /// The loops of a transpose: `a` is contiguous in the source (`a.src_stride == 1`), `b` in the
@@ -488,7 +503,7 @@ impl CopyWrite {
     pub fn rows(&self) -> Loop {
         match *self {
             CopyWrite::Stored => SINGLE,
-            CopyWrite::Streamed { rows } | CopyWrite::Prefetched { rows } => rows,
+            CopyWrite::Streamed { rows, .. } | CopyWrite::Prefetched { rows } => rows,
         }
     }
 }

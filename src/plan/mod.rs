@@ -33,6 +33,7 @@ mod display;
 mod interpret;
 pub mod ir;
 mod lines;
+mod numbers;
 mod packed;
 mod refine;
 mod schedule;
@@ -41,9 +42,9 @@ mod tactics;
 mod verify;
 
 pub use ir::{
-    CopyWrite, Flush, Indexed, IndexedSwizzle, Join, Kernel, Loop, OffsetTerm, Packed, Plan,
-    Region, RunHead, RunTail, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile, ZipWrite,
-    ASK_GROUPS, SINGLE,
+    CopyWrite, Flush, Indexed, IndexedSwizzle, Join, Kernel, LongReads, Loop, OffsetTerm, Packed,
+    Plan, Region, RunHead, RunTail, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
+    ZipWrite, ASK_GROUPS, SINGLE,
 };
 pub use lines::LineOffsets;
 pub use tactics::{

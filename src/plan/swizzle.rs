@@ -15,6 +15,7 @@
 //! rest, except dims that move offsets only above the bits the swizzle touches ([`above`]) and
 //! that a side reads more closely than the low dims (a transpose), which are walked too. A pair that does not split is planned with every dim indexed.
 
+use super::numbers::gcd;
 use crate::layout::{Digit, Layout, Source};
 
 /// The pair reshaped for a swizzle: unswizzled layouts of the same function (before the
@@ -190,13 +191,6 @@ fn largest_divisor_at_most(n: usize, limit: usize) -> usize {
         .find(|k| n.is_multiple_of(*k));
     let power = 1usize << n.trailing_zeros().min(limit.ilog2());
     search.unwrap_or(1).max(power)
-}
-
-fn gcd(mut a: usize, mut b: usize) -> usize {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// The layout with each dim `d` of extent `n` split by `v[d]` where `1 < v[d] < n`: the dim

@@ -432,7 +432,7 @@ fn reach(
 mod tests {
     use super::*;
     use crate::layout::Layout;
-    use crate::plan::{CopyWrite, Tactics, TransposeWrite};
+    use crate::plan::{CopyWrite, LongReads, Tactics, TransposeWrite};
     use crate::target::Target;
 
     fn plan(src: &Layout, dst: &Layout, elem: usize) -> Plan {
@@ -575,6 +575,7 @@ mod tests {
                     index_stride: 0,
                     write: CopyWrite::Streamed {
                         rows: Loop::contiguous(4).stepping(64, 4),
+                        reads: LongReads::InOrder,
                     },
                 };
             }),

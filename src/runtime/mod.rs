@@ -81,8 +81,11 @@ pub(crate) const ROWS_PARAMS: usize = 6;
 /// The runtime's routines of one kind of call per block or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CoreRoutine {
-    /// Streams rows out ([`stream_rows_routine`]).
+    /// Streams rows out ([`stream_rows_routine`]), each in order.
     StreamRows,
+    /// Streams rows out, reading rows of two pages or more four pages side by side
+    /// ([`stream_rows_side_by_side_routine`]).
+    StreamRowsSideBySide,
     /// Asks for a later block's source rows ([`prefetch_rows_routine`]).
     PrefetchRows,
     /// Copies rows with ordinary stores ([`stored::store_rows_routine`]).
@@ -97,8 +100,9 @@ pub(crate) enum CoreRoutine {
 impl CoreRoutine {
     /// Every core routine.
     #[cfg(test)]
-    const ALL: [CoreRoutine; 5] = [
+    const ALL: [CoreRoutine; 6] = [
         CoreRoutine::StreamRows,
+        CoreRoutine::StreamRowsSideBySide,
         CoreRoutine::PrefetchRows,
         CoreRoutine::StoreRows,
         CoreRoutine::StoreRowsAhead,
@@ -109,6 +113,7 @@ impl CoreRoutine {
     pub(crate) fn symbol(self) -> &'static str {
         match self {
             CoreRoutine::StreamRows => "relayout_stream_rows",
+            CoreRoutine::StreamRowsSideBySide => "relayout_stream_rows_side_by_side",
             CoreRoutine::PrefetchRows => "relayout_prefetch_rows",
             CoreRoutine::StoreRows => "relayout_store_rows",
             CoreRoutine::StoreRowsAhead => "relayout_store_rows_ahead",
@@ -120,6 +125,7 @@ impl CoreRoutine {
     pub(crate) fn address(self) -> *const u8 {
         match self {
             CoreRoutine::StreamRows => stream_rows_routine(),
+            CoreRoutine::StreamRowsSideBySide => stream_rows_side_by_side_routine(),
             CoreRoutine::PrefetchRows => prefetch_rows_routine(),
             CoreRoutine::StoreRows => stored::store_rows_routine(),
             CoreRoutine::StoreRowsAhead => stored::store_rows_ahead_routine(),
@@ -129,9 +135,15 @@ impl CoreRoutine {
 }
 
 /// The streaming routine for this host: [`StreamRows`] with its widest streaming stores
-/// ([`widest`]).
+/// ([`widest`]), each row read in order.
 fn stream_rows_routine() -> *const u8 {
-    widest(PlainStream)
+    widest(PlainStream::InOrder)
+}
+
+/// The streaming routine for this host that reads rows of two pages or more four pages side by
+/// side ([`stream_lines`]).
+fn stream_rows_side_by_side_routine() -> *const u8 {
+    widest(PlainStream::PagesSideBySide)
 }
 
 /// A streaming routine in a version for each width of streaming stores.
@@ -155,13 +167,23 @@ fn widest(routine: impl Streaming) -> *const u8 {
     routine.address_with::<Baseline>()
 }
 
-/// The plain streaming routine, [`StreamRows`] joining no ends.
+/// The plain streaming routines, [`StreamRows`] joining no ends: how they read long rows.
 #[derive(Clone, Copy)]
-struct PlainStream;
+enum PlainStream {
+    /// Each row in order.
+    InOrder,
+    /// Rows of two pages or more [`PIECES_AT_ONCE`] pages side by side.
+    PagesSideBySide,
+}
 
 impl Streaming for PlainStream {
     fn address_with<S: Streamer>(self) -> *const u8 {
-        rows_routine::<StreamRows<S, false, false>> as *const u8
+        match self {
+            PlainStream::InOrder => rows_routine::<StreamRows<S, false, false, false>> as *const u8,
+            PlainStream::PagesSideBySide => {
+                rows_routine::<StreamRows<S, false, false, true>> as *const u8
+            }
+        }
     }
 }
 
@@ -216,9 +238,9 @@ impl JoinedEnds {
     /// The routine with `S`'s streaming stores.
     fn with<S: Streamer>(self) -> RowsRoutine {
         match self {
-            JoinedEnds::Head => rows_routine::<StreamRows<S, true, false>>,
-            JoinedEnds::Tail => rows_routine::<StreamRows<S, false, true>>,
-            JoinedEnds::Both => rows_routine::<StreamRows<S, true, true>>,
+            JoinedEnds::Head => rows_routine::<StreamRows<S, true, false, false>>,
+            JoinedEnds::Tail => rows_routine::<StreamRows<S, false, true, false>>,
+            JoinedEnds::Both => rows_routine::<StreamRows<S, true, true, false>>,
         }
     }
 }
@@ -337,7 +359,7 @@ unsafe extern "C" fn stream_rows_asking<
     let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]);
     let ahead = AskAhead::new(ask_at, [ask_rows, ask_row_bytes, ask_stride, ask_group]);
     // SAFETY: forwarded from the caller.
-    unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED, true>(job, ahead) }
+    unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED, true, false>(job, ahead) }
 }
 
 /// The signature of [`StreamRows`] and the routines like it.
@@ -389,7 +411,12 @@ trait Streamer {
     ///
     /// # Safety
     /// As [`StreamRows`], for `job`'s rows.
-    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool, const ASKS: bool>(
+    unsafe fn rows<
+        const HEAD_JOINED: bool,
+        const TAIL_JOINED: bool,
+        const ASKS: bool,
+        const SIDE_BY_SIDE: bool,
+    >(
         job: Rows,
         ahead: AskAhead,
     );
@@ -412,14 +439,16 @@ trait Streamer {
 /// row is whole lines long, and the line's worth of bytes past each row is readable in the
 /// source and, up to the end of the line the row ends in, writable in the destination (the
 /// start of the next run along the row).
-struct StreamRows<S, const HEAD_JOINED: bool, const TAIL_JOINED: bool>(std::marker::PhantomData<S>);
+struct StreamRows<S, const HEAD_JOINED: bool, const TAIL_JOINED: bool, const SIDE_BY_SIDE: bool>(
+    std::marker::PhantomData<S>,
+);
 
-impl<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool> RowsJob
-    for StreamRows<S, HEAD_JOINED, TAIL_JOINED>
+impl<S: Streamer, const HEAD_JOINED: bool, const TAIL_JOINED: bool, const SIDE_BY_SIDE: bool>
+    RowsJob for StreamRows<S, HEAD_JOINED, TAIL_JOINED, SIDE_BY_SIDE>
 {
     unsafe fn run(job: Rows) {
         // SAFETY: forwarded from the caller.
-        unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED, false>(job, AskAhead::NOTHING) }
+        unsafe { S::rows::<HEAD_JOINED, TAIL_JOINED, false, SIDE_BY_SIDE>(job, AskAhead::NOTHING) }
     }
 }
 
@@ -458,6 +487,9 @@ const LINE_BYTES: usize = crate::target::HOST_LINE_BYTES;
 /// of the hardware prefetchers, which follow a stream only within its page.
 const PIECE_BYTES: usize = 4096;
 
+/// Bytes of the shortest row [`stream_lines`] reads side by side (where asked to): two pages.
+pub(crate) const SIDE_BY_SIDE_MIN_BYTES: usize = 2 * PIECE_BYTES;
+
 /// How many pieces of a long row [`stream_lines`] reads side by side; staged zips and unzips
 /// that read in pieces cut their runs into as many.
 pub(crate) const PIECES_AT_ONCE: usize = 4;
@@ -479,6 +511,7 @@ unsafe fn copy_rows<
     const HEAD_JOINED: bool,
     const TAIL_JOINED: bool,
     const ASKS: bool,
+    const SIDE_BY_SIDE: bool,
 >(
     job: Rows,
     ahead: AskAhead,
@@ -517,7 +550,7 @@ unsafe fn copy_rows<
         if whole {
             // SAFETY: forwarded from the caller, for this row, which starts on a line of the
             // destination and is whole lines long.
-            unsafe { stream_lines::<S>(src, dst, job.row_bytes) };
+            unsafe { stream_lines::<S, SIDE_BY_SIDE>(src, dst, job.row_bytes) };
         } else {
             // SAFETY: forwarded from the caller, for this row.
             unsafe { copy_row::<S, HEAD_JOINED, TAIL_JOINED>(src, dst, job.row_bytes) };
@@ -525,25 +558,38 @@ unsafe fn copy_rows<
     }
 }
 
-/// A row of whole, aligned cache lines with loads and streaming stores alone. A row of two
-/// pages or more is read [`PIECES_AT_ONCE`] pages at a time, [`CHUNK_BYTES`] from each in
-/// turn, as glibc's `memmove` does for its largest copies (`large_memcpy_4x` in
-/// `memmove-vec-unaligned-erms.S`): one stream per page keeps the prefetchers of several pages
-/// busy at once, where a single stream waits at every page boundary. On a 2-core Intel Xeon
-/// VM (family 6, model 167), a C loop of streaming stores copied 256 MiB at 9.5 GB/s straight
-/// through and at 12.3 four pages at a time in 256-byte chunks (the same with the writes in
-/// order and only the reads interleaved; 10.8–11.9 two pages at a time).
+/// A row of whole, aligned cache lines with loads and streaming stores alone: in order, or with
+/// `SIDE_BY_SIDE`, a row of two pages or more read [`PIECES_AT_ONCE`] pages at a time,
+/// [`CHUNK_BYTES`] from each in turn, as glibc's `memmove` does for its largest copies
+/// (`large_memcpy_4x` in `memmove-vec-unaligned-erms.S`): one stream per page keeps the
+/// prefetchers of several pages busy at once, where a single stream waits at every page
+/// boundary. On a 2-core Intel Xeon VM (family 6, model 167), a C loop of streaming stores
+/// copied 256 MiB at 9.5 GB/s straight through and at 12.3 four pages at a time in 256-byte
+/// chunks (the same with the writes in order and only the reads interleaved; 10.8–11.9 two
+/// pages at a time). On a 2-core AMD EPYC (Zen 3) VM the same C loops copied 64 MiB at
+/// 7.1–8.8 GB/s in order wherever the destination lay against the source, and four pages at a
+/// time at 8.2–10.4 where it lay 1–3.75 KiB past it modulo 4 KiB but at 4.2–7.0 where it lay
+/// within 256 bytes of it (page-aligned buffers among them): the loads of each chunk wait on
+/// the streaming stores just made to the same offset of the page before ("4K aliasing").
+/// So the plain streaming routine reads in order, and reading side by side is a tactic of its
+/// own ([`LargeWrites::StreamedInPieces`]) that tuning picks where it wins.
+///
+/// [`LargeWrites::StreamedInPieces`]: crate::plan::LargeWrites::StreamedInPieces
 ///
 /// # Safety
 /// `len` (a multiple of the line) bytes at `src` readable, at `dst` (aligned to the line)
 /// writable, not overlapping; `S`'s features.
 #[inline(always)]
-unsafe fn stream_lines<S: Streamer>(src: *const u8, dst: *mut u8, len: usize) {
+unsafe fn stream_lines<S: Streamer, const SIDE_BY_SIDE: bool>(
+    src: *const u8,
+    dst: *mut u8,
+    len: usize,
+) {
     const { assert!(LINE_BYTES.is_multiple_of(S::WIDTH)) };
     const { assert!(CHUNK_BYTES.is_multiple_of(LINE_BYTES)) };
     const { assert!(PIECE_BYTES.is_multiple_of(CHUNK_BYTES)) };
     let mut done = 0;
-    while len - done >= 2 * PIECE_BYTES {
+    while SIDE_BY_SIDE && len - done >= SIDE_BY_SIDE_MIN_BYTES {
         let pieces = ((len - done) / PIECE_BYTES).min(PIECES_AT_ONCE);
         for chunk in (0..PIECE_BYTES).step_by(CHUNK_BYTES) {
             for piece in 0..pieces {
@@ -661,12 +707,17 @@ impl Streamer for Baseline {
         unsafe { std::ptr::copy_nonoverlapping(src, dst, 16) }
     }
 
-    unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool, const ASKS: bool>(
+    unsafe fn rows<
+        const HEAD_JOINED: bool,
+        const TAIL_JOINED: bool,
+        const ASKS: bool,
+        const SIDE_BY_SIDE: bool,
+    >(
         job: Rows,
         ahead: AskAhead,
     ) {
         // SAFETY: forwarded from the caller; no features beyond the baseline.
-        unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED, ASKS>(job, ahead) }
+        unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED, ASKS, SIDE_BY_SIDE>(job, ahead) }
     }
 }
 
@@ -691,13 +742,20 @@ macro_rules! wide_streamer {
             }
 
             #[target_feature(enable = $feature)]
-            unsafe fn rows<const HEAD_JOINED: bool, const TAIL_JOINED: bool, const ASKS: bool>(
+            unsafe fn rows<
+                const HEAD_JOINED: bool,
+                const TAIL_JOINED: bool,
+                const ASKS: bool,
+                const SIDE_BY_SIDE: bool,
+            >(
                 job: Rows,
                 ahead: AskAhead,
             ) {
                 // SAFETY: forwarded from the caller, who promises the feature (enabled here, so
                 // `stream` inlines).
-                unsafe { copy_rows::<Self, HEAD_JOINED, TAIL_JOINED, ASKS>(job, ahead) }
+                unsafe {
+                    copy_rows::<Self, HEAD_JOINED, TAIL_JOINED, ASKS, SIDE_BY_SIDE>(job, ahead)
+                }
             }
         }
     };
@@ -1019,7 +1077,7 @@ mod tests {
             .chain(BlockTranspose::ALL.map(Routine::Transpose))
             .chain(RowConversion::ALL.map(Routine::Conversion))
             .collect();
-        assert_eq!(routines.len(), 5 + 3 + 4 + 16 + 2);
+        assert_eq!(routines.len(), 6 + 3 + 4 + 16 + 2);
         for (i, r) in routines.iter().enumerate() {
             for other in &routines[i + 1..] {
                 assert_ne!(r.symbol(), other.symbol());
@@ -1168,23 +1226,27 @@ mod tests {
         }
     }
 
-    /// `check` on the baseline routine, on those of the CPU's features, and on the host's; and
-    /// on the routines of each that ask as they go.
+    /// `check` on the plain routines (reading in order and side by side) and the one that asks
+    /// as it goes, of the baseline width and of the CPU's features; and on the host's.
     fn for_each_routine(check: impl Fn(RowsRoutine)) {
-        check(rows_routine::<StreamRows<Baseline, false, false>>);
-        check(asking_with::<Baseline>(None));
+        fn of_width<S: Streamer>(check: &impl Fn(RowsRoutine)) {
+            check(rows_routine::<StreamRows<S, false, false, false>>);
+            check(rows_routine::<StreamRows<S, false, false, true>>);
+            check(asking_with::<S>(None));
+        }
+        of_width::<Baseline>(&check);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
-            check(rows_routine::<StreamRows<Avx, false, false>>);
-            check(asking_with::<Avx>(None));
+            of_width::<Avx>(&check);
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
-            check(rows_routine::<StreamRows<Avx512, false, false>>);
-            check(asking_with::<Avx512>(None));
+            of_width::<Avx512>(&check);
         }
-        // SAFETY: the host's routine is a function of this signature (what the JIT calls).
-        check(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(stream_rows_routine()) });
+        for host in [stream_rows_routine(), stream_rows_side_by_side_routine()] {
+            // SAFETY: the host's routines are functions of this signature (what the JIT calls).
+            check(unsafe { std::mem::transmute::<*const u8, RowsRoutine>(host) });
+        }
     }
 
     /// The routines of `joined`: the baseline one, those of the CPU's features, and the host's;
