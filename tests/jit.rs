@@ -173,7 +173,6 @@ fn staged_transposes_inside_loops_prefetch_the_next_block() {
 
 #[test]
 fn streamed_blocks_ask_for_the_next_block_as_they_stream_out() {
-    use common::guard::{check_guarded, Pin, Run};
     use relayout::plan::Plan;
     // Staged blocks that stream out (a target that streams from the first byte) ask for the
     // next block's source rows through the streaming routine itself, a share before each row
@@ -218,20 +217,12 @@ fn streamed_blocks_ask_for_the_next_block_as_they_stream_out() {
         assert_eq!(count(11), 1, "{elem_size} bytes\n{plan}\n{clif}");
         assert!(count(6) <= 1, "{elem_size} bytes\n{plan}\n{clif}");
         assert_eq!(count(6) + count(11), imports.len(), "{clif}");
-        common::check_plan_moves_of(&plan, &src, &dst);
-        let run = Run {
-            elem_size,
-            pad: None,
-            threads: 1,
-            pin: Some(Pin::defaults_on(target)),
-        };
-        check_guarded(&src, &dst, run).unwrap();
+        check_default_plan_on(&plan, &src, &dst, elem_size, target);
     }
 }
 
 #[test]
 fn streamed_zips_cut_their_runs_into_whole_lines() {
-    use common::guard::{check_guarded, Pin, Run};
     use relayout::plan::{Kernel, Plan};
     // A zip of k strips into an interleaved run (NCHW → NHWC with k channels) on a target that
     // streams from the first byte is cut into staged chunks of about 4 KiB that are whole
@@ -263,14 +254,7 @@ fn streamed_zips_cut_their_runs_into_whole_lines() {
             bytes % line == 0 && bytes > 4096 - 2 * k * elem_size * line,
             "{bytes}\n{plan}"
         );
-        common::check_plan_moves_of(&plan, &src, &dst);
-        let run = Run {
-            elem_size,
-            pad: None,
-            threads: 1,
-            pin: Some(Pin::defaults_on(target)),
-        };
-        check_guarded(&src, &dst, run).unwrap();
+        check_default_plan_on(&plan, &src, &dst, elem_size, target);
     }
 }
 
@@ -1470,6 +1454,26 @@ fn long_zips_and_unzips_with_few_outer_iterations_are_cut_for_threads() {
 
 /// The host, streaming (or asking ahead) from the first byte, so that test sizes plan as large
 /// destinations do.
+/// `plan` (the default tactics' on `target`) moves every element once, and the kernel of those
+/// tactics on `target` matches the reference in guard pages.
+fn check_default_plan_on(
+    plan: &relayout::plan::Plan,
+    src: &Layout,
+    dst: &Layout,
+    elem_size: usize,
+    target: relayout::Target,
+) {
+    use common::guard::{check_guarded, Pin, Run};
+    common::check_plan_moves_of(plan, src, dst);
+    let run = Run {
+        elem_size,
+        pad: None,
+        threads: 1,
+        pin: Some(Pin::defaults_on(target)),
+    };
+    check_guarded(src, dst, run).unwrap();
+}
+
 fn streams_from_the_first_byte() -> relayout::Target {
     relayout::Target {
         stream_min_bytes: 0,
