@@ -857,8 +857,8 @@ impl Emitter<'_> {
 
 /// The loops that visit `steps` cut into `pieces` equal pieces side by side, outermost first:
 /// the chunks along a piece, the pieces, and the steps of one chunk (as many as read about
-/// [`CHUNK_BYTES`] of source at `step_bytes` a step, as the streaming routine reads long rows,
-/// and divide a piece).
+/// [`CHUNK_BYTES`] of source at `step_bytes` a step, as the side-by-side streaming routine reads
+/// long rows, and divide a piece).
 ///
 /// [`CHUNK_BYTES`]: crate::runtime::CHUNK_BYTES
 fn pieces_side_by_side(steps: Loop, pieces: usize, step_bytes: usize) -> [Loop; 3] {

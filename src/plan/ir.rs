@@ -482,7 +482,7 @@ impl Kernel {
     /// Where the steps read one contiguous stream of source, a run of four pages is read as
     /// four pieces of a page side by side, a few lines of each in turn, so that the hardware
     /// prefetchers, which follow a stream only within its page, work on four pages at once
-    /// (as the streaming routine reads long rows; see `runtime`).
+    /// (as the side-by-side streaming routine reads long rows; see `runtime`).
     pub fn pieces(&self) -> usize {
         match *self {
             Kernel::Zip {

@@ -232,10 +232,9 @@ enum Strips {
 /// (4032 bytes, 63 lines) rather than 340 (4080 bytes, a line shared by each two chunks and
 /// stored with ordinary stores): NCHW → NHWC with 3 channels of 224 × 224, 64 images, ran
 /// 3.54–3.96 ms (median 3.68) against 3.17–3.35 (3.20) on a 2-core AMD EPYC (Zen 3) VM, six
-/// alternating runs of each. Elsewhere, where the
-/// region has fewer than [`SHARED_WORK`] outer iterations (`outer`), a tile of more than four
-/// [`COPY_CHUNK_BYTES`] is cut into chunks of about that many bytes, as long copies are, so that
-/// threads can share it: a complex split of 64 MiB is otherwise one unzip, one outer iteration
+/// alternating runs of each. Elsewhere, where the region has fewer than [`SHARED_WORK`] outer
+/// iterations (`outer`), a tile of more than four [`COPY_CHUNK_BYTES`] is cut into chunks of
+/// about that many bytes, as long copies are, so that threads can share it: a complex split of 64 MiB is otherwise one unzip, one outer iteration
 /// that a single thread moves. Such chunks hold whole calls of asking ahead ([`ASK_GROUPS`]
 /// groups of lanes), so that a chunk leaves no groups that store without asking.
 fn zip_chunk_steps(tile: ZipTile, strips: Strips, outer: usize, cx: Context) -> Option<usize> {
@@ -275,10 +274,11 @@ fn copies_by_routine(len: usize, cx: Context) -> bool {
 /// How copies, zips and unzips write, where [`stage_runs`] and [`block_transpose`] have not
 /// decided it: copies of a cache line or more into large destinations go to the runtime's
 /// streaming routine (the one that reads rows of two pages or more four pages side by side
-/// where large writes are [`LargeWrites::StreamedInPieces`]), or to its routine that asks for lines ahead where large writes are
-/// [`LargeWrites::Prefetched`] (the runs of the copy's innermost loop, unless that is the outer
-/// work loop that threads split, as the rows of one call), and so do zips of long interleaved runs, and unzips whose strips are a cache line
-/// or more, through the staging buffer (an unzip's strips as rows of one call).
+/// where large writes are [`LargeWrites::StreamedInPieces`]), or to its routine that asks for
+/// lines ahead where large writes are [`LargeWrites::Prefetched`] (the runs of the copy's
+/// innermost loop, unless that is the outer work loop that threads split, as the rows of one
+/// call); so do zips of long interleaved runs, and unzips whose strips are a cache line or more,
+/// through the staging buffer (an unzip's strips as rows of one call).
 fn choose_writes(mut region: Region, cx: Context) -> Region {
     region.kernel = match region.kernel {
         Kernel::Copy {
