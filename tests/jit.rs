@@ -1201,7 +1201,8 @@ fn tune_to_the_end(src: &Layout, dst: &Layout, target: relayout::Target) -> usiz
             "run {runs} (a trial) differs from the reference"
         );
         runs += 1;
-        assert!(runs <= 7 * relayout::plan::Tactics::CANDIDATES.len());
+        // Seven runs of each candidate at most, and of two of them again.
+        assert!(runs <= 7 * (relayout::plan::Tactics::CANDIDATES.len() + 2));
     }
     let chosen = r.tactics().unwrap();
     let mut got = vec![0u32; dst.cosize()];
@@ -1311,8 +1312,13 @@ fn large_copies_are_tuned_between_streaming_ordinary_and_prefetched_stores() {
     assert_eq!(distinct.len(), 6);
     // A warm-up run and six trials each; or, when the default's second run takes 20 ms or
     // more (as it can on a slow machine), six trials each and the default's untimed first run.
+    // Where the trials put another candidate ahead of the default, the two run again as
+    // in the trials.
     let runs = tune_to_the_end(&src, &dst, host);
-    assert!(runs == 6 * 7 || runs == 6 * 6 + 1, "{runs} runs");
+    assert!(
+        [6 * 7, 6 * 7 + 2 * 7, 6 * 6 + 1, 6 * 6 + 1 + 2 * 6].contains(&runs),
+        "{runs} runs"
+    );
 }
 
 #[test]

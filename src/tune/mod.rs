@@ -22,7 +22,10 @@
 //! measuring stops once another would overrun it. Runs of 20 ms or more move far more than a
 //! last-level cache holds and need no warm-up. A 488 MiB f64 transpose, whose runs take about
 //! 65 ms, measures the default and the next candidate once each; a 24.5 MiB one measures them
-//! all, up to six trials each.
+//! all, up to six trials each. Where the trials put another candidate ahead of the default,
+//! and the budget has room, the two run again, one after the other, and the choice follows
+//! those runs ([`Rematch`]): memory on a VM runs in phases, and trials of the default that fell
+//! in a slow one otherwise chose a slower candidate.
 //!
 //! Beyond the cache, where whole runs would leave candidates unmeasured, runs may be shared
 //! ([`shares`]): the tensor is cut into up to four slices along one dim, each compiled as a
@@ -167,6 +170,24 @@ pub(crate) struct Trials {
     shares: usize,
     /// The shared runs, once the budget chose them over whole ones.
     rounds: Option<Rounds>,
+    /// The default's and the nominee's runs again, once whole-run trials have put another
+    /// candidate ahead of the default.
+    rematch: Option<Rematch>,
+}
+
+/// The default and the candidate whole-run trials put ahead of it (the nominee), each run
+/// again, one after the other, as in the trials (a warm-up, then the trials), before the
+/// choice, which then rests on these runs alone: memory on a VM runs in phases of different
+/// speeds, and trials of the default that all fell in a slow one chose a slower candidate. On
+/// a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB (default runs of 1.5–2 ms) chose
+/// another candidate in three of eight fresh processes of the shared harness and then ran at
+/// 0.81–0.94 of memcpy against 1.31–1.44: in one, the default's first runs took 12.4 ms, the
+/// budget bought one trial of each candidate, and a 2.6 ms one won.
+#[derive(Debug, Clone, PartialEq)]
+struct Rematch {
+    nominee: usize,
+    /// The default's runs, then the nominee's.
+    times: [Vec<Duration>; 2],
 }
 
 /// Runs that time several candidates at once, each on a share of the tensor: the default and
@@ -227,6 +248,7 @@ impl Trials {
             measured: candidates,
             shares,
             rounds: None,
+            rematch: None,
         }
     }
 
@@ -240,9 +262,16 @@ impl Trials {
                 .nominee
                 .filter(|&i| self.times[i].len() <= self.untimed(i))
                 .map(Turn::Whole),
-            None => (0..self.measured)
-                .find(|&i| self.times[i].len() < self.runs(i))
-                .map(Turn::Whole),
+            None => match &self.rematch {
+                Some(rematch) => [0, rematch.nominee]
+                    .into_iter()
+                    .zip(&rematch.times)
+                    .find(|(_, times)| times.len() < self.rematch_runs())
+                    .map(|(i, _)| Turn::Whole(i)),
+                None => (0..self.measured)
+                    .find(|&i| self.times[i].len() < self.runs(i))
+                    .map(Turn::Whole),
+            },
         }
     }
 
@@ -308,8 +337,12 @@ impl Trials {
     /// shared runs: once their nominee has its run), returns the
     /// one with the fastest single trial (its runs but an untimed first), the earliest on a tie,
     /// if it beats the default's fastest trial by its [`Margin`], else the
-    /// default.
+    /// default. Where that is another candidate than the default and the budget has room for
+    /// it, the two are run again first ([`Rematch`]), and the choice follows those runs.
     pub(crate) fn record(&mut self, i: usize, took: Duration) -> Option<usize> {
+        if self.rematch.is_some() {
+            return self.record_rematch(i, took);
+        }
         self.times.get_mut(i)?.push(took);
         let runs = self.times.iter().map(Vec::len).sum::<usize>();
         if runs == 1 && took >= LONG_RUN {
@@ -345,7 +378,51 @@ impl Trials {
             };
             return Some(self.margin.choose(self.times.len(), confirmed));
         }
-        Some(self.margin.choose(self.measured, fastest))
+        let choice = self.margin.choose(self.measured, fastest);
+        let rematch_takes = [0, choice]
+            .into_iter()
+            .filter_map(fastest)
+            .sum::<Duration>()
+            * u32::try_from(self.rematch_runs()).unwrap_or(u32::MAX);
+        let spent: Duration = self.times.iter().flatten().sum();
+        if choice != 0 && spent + rematch_takes <= self.budget {
+            self.rematch = Some(Rematch {
+                nominee: choice,
+                times: [Vec::new(), Vec::new()],
+            });
+            return None;
+        }
+        Some(choice)
+    }
+
+    /// Records run of the default or the nominee (`i`) in the [`Rematch`]; once both have their
+    /// runs, returns the nominee if its fastest trial there beats the default's there by the
+    /// [`Margin`], else the default.
+    fn record_rematch(&mut self, i: usize, took: Duration) -> Option<usize> {
+        let runs = self.rematch_runs();
+        let rematch = self.rematch.as_mut()?;
+        let side = [0, rematch.nominee].iter().position(|&c| c == i)?;
+        if rematch.times[side].len() >= runs {
+            return None;
+        }
+        rematch.times[side].push(took);
+        if rematch.times.iter().any(|times| times.len() < runs) {
+            return None;
+        }
+        let untimed = usize::from(self.warm_up);
+        let fastest = |side: usize| rematch.times[side][untimed..].iter().min().copied();
+        let (default, nominee) = (fastest(0)?, fastest(1)?);
+        Some(if self.margin.beats(nominee, default) {
+            rematch.nominee
+        } else {
+            0
+        })
+    }
+
+    /// Runs of each side of a [`Rematch`]: a warm-up where the trials had one, and as many
+    /// trials.
+    fn rematch_runs(&self) -> usize {
+        usize::from(self.warm_up) + self.trials
     }
 
     /// Runs of candidate `i` that are not timed: a warm-up run, or the default's first.
@@ -588,15 +665,20 @@ mod tests {
     const AMPLE: Duration = Duration::from_secs(3600);
 
     /// Runs the trials with `times[i][r]` as the `r`-th run of candidate `i` (a run not listed
-    /// takes the candidate's last time), in the order `next` asks for them, within `budget`,
-    /// and returns the order and the choice.
+    /// takes the candidate's last time; a rematch runs the two candidates' times again from
+    /// their first), in the order `next` asks for them, within `budget`, and returns the order
+    /// and the choice.
     fn tune_within<const N: usize>(
         budget: Duration,
         times: &[[u64; N]],
     ) -> (Vec<usize>, Option<usize>) {
         let mut trials = Trials::new(times.len(), budget, Margin::InCache, 0);
         let (mut order, mut runs, mut choice) = (Vec::new(), vec![0; times.len()], None);
+        let mut rematched = false;
         while let Some(Turn::Whole(i)) = trials.next() {
+            if trials.rematch.is_some() && !rematched {
+                (runs, rematched) = (vec![0; times.len()], true);
+            }
             order.push(i);
             choice = trials.record(i, ms(times[i][runs[i].min(N - 1)]));
             runs[i] += 1;
@@ -641,6 +723,42 @@ mod tests {
     /// Beyond the cache, a candidate a twentieth faster than the default is chosen; in it, a
     /// tenth is needed. Which margin applies follows the bytes moved against the streaming
     /// threshold (a quarter of the cache).
+    #[test]
+    fn a_candidate_ahead_of_the_default_is_run_again_beside_it_before_it_is_chosen() {
+        // The default's trials fall in a slow phase of memory (12 ms against its usual 2):
+        // candidate 1 leads them, but run again after them, the two as in the trials, the
+        // default wins.
+        let mut trials = Trials::new(3, AMPLE, Margin::InCache, 0);
+        let (mut order, mut choice, mut rematch) = (Vec::new(), None, false);
+        while let Some(Turn::Whole(i)) = trials.next() {
+            order.push(i);
+            rematch |= trials.rematch.is_some();
+            let took = match (i, rematch) {
+                (0, false) => 12,
+                (0, true) => 2,
+                (1, _) => 3,
+                _ => 4,
+            };
+            choice = trials.record(i, ms(took));
+        }
+        let each = |i| [i; RUNS];
+        assert_eq!(
+            order,
+            [each(0), each(1), each(2), each(0), each(1)].concat()
+        );
+        assert_eq!(choice, Some(0));
+        // A candidate that leads the rematch too is chosen.
+        assert_eq!(tune(&[[12], [3]]).1, Some(1));
+        // A run of another candidate in the rematch, or one more than it asked for, is not
+        // counted.
+        assert_eq!(trials.record(2, ms(1)), None);
+        assert_eq!(trials.record(1, ms(1)), None);
+        // Without room in the budget for the rematch, the trials choose: two runs each of
+        // 12 ms and 3 ms spend 30 of 50 ms, and the rematch would take 30 more.
+        let (order, choice) = tune_within(ms(50), &[[12], [3]]);
+        assert_eq!((order, choice), (vec![0, 0, 1, 1], Some(1)));
+    }
+
     #[test]
     fn tensors_beyond_the_cache_switch_on_a_smaller_margin() {
         let choose = |margin: Margin, other: u64| {
@@ -710,8 +828,10 @@ mod tests {
         // below them are not measured.
         let mut times = [[50, 50]; 11];
         (times[1], times[2], times[3], times[4]) = ([55, 55], [40, 40], [30, 30], [20, 20]);
+        // The budget still has room to run the default and that candidate again (one run
+        // each), which confirms the choice.
         let (order, choice) = tune_within(ms(400), &times);
-        assert_eq!((order, choice), (vec![0, 0, 1, 2, 3], Some(3)));
+        assert_eq!((order, choice), (vec![0, 0, 1, 2, 3, 0, 3], Some(3)));
         // A candidate four times as slow as the default stays within the budget: the 488 MiB
         // f64 transpose's runs (ms) on a 2-core Intel Xeon VM, which took 555 ms in all
         // when only the last run's length was foreseen.
