@@ -5,7 +5,7 @@ mod common;
 
 use common::check_plan_moves_of;
 use common::guard::{check_guarded, pattern, Run, MARKER};
-use relayout::plan::{Kernel, LineOffsets, Plan, Tactics};
+use relayout::plan::{CopyWrite, Kernel, LineOffsets, Plan, Tactics};
 use relayout::{compile_relayout_with, reference, Element, Layout, Options, Target};
 
 /// Pairs whose transposes have long rows on both sides, or on one: 2-D transposes of each
@@ -130,6 +130,17 @@ fn check_at<T: Element + PartialEq + std::fmt::Debug>(
     at: LineOffsets,
     threads: usize,
 ) {
+    check_at_on::<T>(src, dst, at, threads, Target::host());
+}
+
+/// [`check_at`] with kernels planned for `target`.
+fn check_at_on<T: Element + PartialEq + std::fmt::Debug>(
+    src: &Layout,
+    dst: &Layout,
+    at: LineOffsets,
+    threads: usize,
+    target: Target,
+) {
     let size = std::mem::size_of::<T>();
     let values: Vec<T> = pattern(src.cosize());
     let marker = T::from_bits(MARKER);
@@ -146,7 +157,10 @@ fn check_at<T: Element + PartialEq + std::fmt::Debug>(
     src_buf[s..s + values.len()].copy_from_slice(&values);
     let mut dst_buf = vec![marker; want.len() + spare];
     let d = start(dst_buf.as_ptr(), at.dst);
-    let options = Options::new().elem_size(size).threads(threads);
+    let options = Options::new()
+        .elem_size(size)
+        .threads(threads)
+        .target(target);
     let r = compile_relayout_with(src, dst, options).expect("compile");
     let (input, output) = (
         &src_buf[s..s + values.len()],
@@ -202,6 +216,77 @@ fn threads_and_tuning_run_on_buffers_at_line_offsets() {
         r.run(&values, output).unwrap();
         assert!(output == want.as_slice(), "run {run}, shifted by {shift}");
     }
+}
+
+/// The rows of the copy of `plan`'s first region that the runtime's routine takes per call.
+fn copy_rows(plan: &Plan) -> relayout::plan::Loop {
+    match plan.regions()[0].kernel {
+        Kernel::Copy {
+            write: CopyWrite::Streamed { rows, .. },
+            ..
+        } => rows,
+        _ => panic!("not a streamed copy:\n{plan}"),
+    }
+}
+
+#[test]
+fn copies_into_a_destination_past_a_line_take_rows_end_to_end() {
+    // Row-major 64 × 8192 into XLA-style tiles of 8 × 128 (tiles of 4 KiB of f32, 2 KiB of
+    // u16; 1 MiB or more, so that runs plan for their buffers' offsets), on a target that
+    // streams from the first byte: into a destination past a line, each call copies the 8
+    // rows of a tile, end to end; into one at a line, the rows of the innermost loop, as
+    // without offsets.
+    let shape = [8, 8, 64, 128];
+    let (src, dst) = (
+        Layout::row_major(&shape).unwrap(),
+        Layout::ordered(&shape, &[0, 2, 1, 3]).unwrap(),
+    );
+    let target = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    let plan_at = |elem_size: usize, at: LineOffsets| {
+        Plan::with_tactics_at(&src, &dst, elem_size, Tactics::default(), target, at).unwrap()
+    };
+    for elem_size in [2, 4] {
+        let aligned = plan_at(elem_size, LineOffsets::default());
+        let rows = copy_rows(&aligned);
+        assert_ne!(rows.dst_stride, 128, "{aligned}");
+        for d in offsets(elem_size).into_iter().filter(|&d| d > 0) {
+            let at = LineOffsets { src: 0, dst: d };
+            let plan = plan_at(elem_size, at);
+            let rows = copy_rows(&plan);
+            assert_eq!((rows.extent, rows.dst_stride), (8, 128), "{plan}");
+            check_plan_moves_of(&plan, &src, &dst);
+            if [elem_size, 16, 48].contains(&d) {
+                match elem_size {
+                    2 => check_at_on::<u16>(&src, &dst, at, 1, target),
+                    _ => check_at_on::<u32>(&src, &dst, at, 1, target),
+                }
+            }
+        }
+    }
+    // Rows of a line (NHWC -> NCHW16c) stay as they are: taken end to end, they read their
+    // source in passes.
+    let shape = [2, 100, 4, 16];
+    let (src, dst) = (
+        Layout::row_major(&shape).unwrap(),
+        Layout::ordered(&shape, &[0, 2, 1, 3]).unwrap(),
+    );
+    let at = LineOffsets { src: 16, dst: 16 };
+    let plan = Plan::with_tactics_at(&src, &dst, 4, Tactics::default(), target, at).unwrap();
+    let aligned = Plan::with_tactics_at(
+        &src,
+        &dst,
+        4,
+        Tactics::default(),
+        target,
+        LineOffsets::default(),
+    )
+    .unwrap();
+    assert_eq!(plan, aligned);
+    assert_ne!(copy_rows(&plan).dst_stride, 16, "{plan}");
+    check_at_on::<u32>(&src, &dst, at, 1, target);
 }
 
 #[test]

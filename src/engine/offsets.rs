@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{lock, Candidate, Engine, Request};
-use crate::plan::{Blocking, Kernel, LineOffsets, Tactics};
+use crate::plan::{Blocking, CopyWrite, Kernel, LineOffsets, Tactics};
 
 /// Kernels one relayout keeps for buffers at offsets in their lines: a few placements by the
 /// tactics tuning measures. Buffers at further placements run the aligned kernel.
@@ -34,16 +34,23 @@ pub(crate) struct OffsetKernels {
 
 impl OffsetKernels {
     /// The kernels for `request`, whose plan for aligned buffers is `first`'s, if any could
-    /// differ: plans of moved elements with a transpose or an unzip, whose destination leaves
-    /// the L2 ([`Blocking::BEYOND_L2_BYTES`]). Smaller relayouts run from the cache, where a
-    /// partial line costs no memory traffic, and would pay a compile for nothing.
+    /// differ: plans of moved elements with a transpose, an unzip or copies by the runtime's
+    /// routines (whose rows may then lie along another loop), whose destination leaves the L2
+    /// ([`Blocking::BEYOND_L2_BYTES`]). Smaller relayouts run from the cache, where a partial
+    /// line costs no memory traffic, and would pay a compile for nothing.
     pub(crate) fn of(request: &Request, first: &Candidate, use_cache: bool) -> Option<Arc<Self>> {
         let plain = request.conversion.is_none() && request.packed.is_none();
-        let peelable = first
-            .plan
-            .regions()
-            .iter()
-            .any(|r| matches!(r.kernel, Kernel::Transpose { .. } | Kernel::Unzip { .. }));
+        let peelable = first.plan.regions().iter().any(|r| {
+            matches!(
+                r.kernel,
+                Kernel::Transpose { .. }
+                    | Kernel::Unzip { .. }
+                    | Kernel::Copy {
+                        write: CopyWrite::Streamed { .. } | CopyWrite::Prefetched { .. },
+                        ..
+                    }
+            )
+        });
         let beyond_l2 = first.plan.dst_bytes() >= Blocking::BEYOND_L2_BYTES;
         (plain && peelable && beyond_l2).then(|| {
             Arc::new(OffsetKernels {

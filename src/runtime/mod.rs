@@ -378,6 +378,12 @@ struct Rows {
 }
 
 impl Rows {
+    /// Whether the rows lie end to end in the destination (each `row_bytes` after the last,
+    /// upwards), two or more of them, each at least a line long.
+    fn end_to_end(&self) -> bool {
+        self.rows > 1 && self.row_bytes >= LINE_BYTES && self.dst_stride == self.row_bytes as isize
+    }
+
     /// The job of a routine called with these pointers and `[rows, row length, src_stride,
     /// dst_stride]` (negative counts as none).
     fn new(src: *const u8, dst: *mut u8, [rows, len, src_stride, dst_stride]: [i64; 4]) -> Rows {
@@ -529,6 +535,11 @@ unsafe fn copy_rows<
     let whole = whole_lines(job.dst as usize)
         && whole_lines(job.dst_stride.unsigned_abs())
         && whole_lines(job.row_bytes);
+    if !whole && !HEAD_JOINED && !TAIL_JOINED && job.end_to_end() {
+        // SAFETY: forwarded from the caller; the rows lie end to end in the destination.
+        unsafe { copy_rows_end_to_end::<S>(job, shares) };
+        return;
+    }
     if !whole {
         for r in 0..job.rows as isize {
             let dst = job.dst.wrapping_offset(r * job.dst_stride);
@@ -554,6 +565,113 @@ unsafe fn copy_rows<
         } else {
             // SAFETY: forwarded from the caller, for this row.
             unsafe { copy_row::<S, HEAD_JOINED, TAIL_JOINED>(src, dst, job.row_bytes) };
+        }
+    }
+}
+
+/// [`copy_rows`] of rows that lie end to end in the destination, each a line long or longer,
+/// but not on whole lines: every line where one row ends and the next begins is put together
+/// from the two rows' bytes and streamed whole, so that only the first row's head and the last
+/// row's tail are stored in part. Row by row, each such line would be stored in part twice,
+/// with ordinary stores that first read it from memory. A staged block of NCHW → NHWC (16
+/// destination rows of 256 bytes, one after another) writes 4 KiB that way, where a buffer
+/// that starts 16 bytes into a line (a `Vec` of more than 128 KiB from glibc's allocator, a
+/// NumPy array) put every row across five lines, two of them shared.
+///
+/// # Safety
+/// As [`StreamRows`] for `job`, which is not joined, and whose rows are at least a line long
+/// and `row_bytes` apart in the destination ([`Rows::end_to_end`]); `S`'s features must be
+/// enabled where this is inlined.
+#[inline(always)]
+unsafe fn copy_rows_end_to_end<S: Streamer>(job: Rows, shares: Option<Shares>) {
+    let len = job.row_bytes;
+    let last = job.rows - 1;
+    let row = |r: usize| {
+        let r = r as isize;
+        (
+            job.src.wrapping_offset(r * job.src_stride),
+            job.dst.wrapping_offset(r * job.dst_stride),
+        )
+    };
+    let (_, first_dst) = row(0);
+    let (_, last_dst) = row(last);
+    let (head, _) = whole_lines_of(first_dst, len);
+    let (_, last_body_end) = whole_lines_of(last_dst, len);
+    if head > 0 {
+        hints::ask(hints::Ask::Write, first_dst);
+    }
+    if last_body_end < len {
+        hints::ask(hints::Ask::Write, last_dst.wrapping_add(last_body_end));
+    }
+    for r in 0..job.rows {
+        if let Some(shares) = shares {
+            shares.ask(r);
+        }
+        let (src, dst) = row(r);
+        let (head, body_end) = whole_lines_of(dst, len);
+        let tail = len - body_end;
+        // SAFETY: every access stays within row `r` of each side, or, for the line shared with
+        // row `r + 1`, within that row's head (`LINE_BYTES - tail ≤ LINE_BYTES ≤ len` bytes);
+        // the streaming stores go to whole lines from `head` (the first line boundary of the
+        // row) to `body_end`, and to the shared line at `body_end`, which is aligned to the
+        // line and so to `WIDTH`; the staged line is `LINE_BYTES` long; the caller's features.
+        unsafe {
+            if r == 0 && head > 0 {
+                std::ptr::copy_nonoverlapping(src, dst, head);
+            }
+            let mut at = head;
+            while at < body_end {
+                S::stream(src.add(at), dst.add(at));
+                at += S::WIDTH;
+            }
+            if tail == 0 {
+                continue;
+            }
+            if r == last {
+                std::ptr::copy_nonoverlapping(src.add(body_end), dst.add(body_end), tail);
+                continue;
+            }
+            let (next_src, _) = row(r + 1);
+            stream_shared_line(src.add(body_end), tail, next_src, dst.add(body_end));
+        }
+    }
+}
+
+/// Streams the line at `dst` whose first `tail` bytes (fewer than a line) come from `tail_src`
+/// and the rest from `head_src`, 16 bytes at a time ([`Baseline`], whatever the row's
+/// streamer): each piece straight from the side it lies in, the one piece that straddles the
+/// two (where `tail` is not a multiple of 16) put together first. Put together in a buffer
+/// and loaded from it whole (a line, or one store of a 64-byte streamer), the loads waited on
+/// the smaller stores that filled it, which cannot be forwarded to them: end to end rows of
+/// 64 bytes, 16 bytes past a line, streamed at half the speed of ordinary stores.
+///
+/// # Safety
+/// `tail` bytes readable at `tail_src`, `LINE_BYTES - tail` at `head_src`, a line writable at
+/// `dst` (aligned to the line).
+#[inline(always)]
+unsafe fn stream_shared_line(tail_src: *const u8, tail: usize, head_src: *const u8, dst: *mut u8) {
+    type S = Baseline;
+    for piece in (0..LINE_BYTES).step_by(S::WIDTH) {
+        // SAFETY: each piece reads only the bytes of its side: below `tail` from `tail_src`,
+        // from `tail` on from `head_src` (`piece - tail` and on, within `LINE_BYTES - tail`);
+        // `dst + piece` is aligned to `WIDTH`, a divisor of the line; SSE2 is part of the
+        // x86-64 baseline.
+        unsafe {
+            if piece + S::WIDTH <= tail {
+                S::stream(tail_src.add(piece), dst.add(piece));
+            } else if piece >= tail {
+                S::stream(head_src.add(piece - tail), dst.add(piece));
+            } else {
+                let mut joined = [0u8; LINE_BYTES];
+                let part = tail - piece;
+                std::ptr::copy_nonoverlapping(tail_src.add(piece), joined.as_mut_ptr(), part);
+                std::ptr::copy_nonoverlapping(
+                    head_src,
+                    joined.as_mut_ptr().add(part),
+                    S::WIDTH - part,
+                );
+                S::stream(joined.as_ptr(), dst.add(piece));
+            }
         }
     }
 }
@@ -1143,8 +1261,30 @@ mod tests {
         stride: i64,
         offset: usize,
     ) {
+        check_rows_from(
+            routine,
+            src,
+            stride.unsigned_abs() as usize,
+            rows,
+            row_bytes,
+            stride,
+            offset,
+        );
+    }
+
+    /// [`check_rows`] with the source rows `src_gap` bytes apart.
+    fn check_rows_from(
+        routine: RowsRoutine,
+        src: &[u8],
+        src_gap: usize,
+        rows: usize,
+        row_bytes: usize,
+        stride: i64,
+        offset: usize,
+    ) {
         let gap = stride.unsigned_abs() as usize;
-        assert!(offset < 64 && row_bytes <= gap && rows * gap <= src.len());
+        assert!(offset < 64 && row_bytes <= gap.min(src_gap));
+        assert!(rows * src_gap <= src.len());
         let mut dst = vec![0xEEu8; rows * gap + 128];
         let offset = dst.as_ptr().align_offset(LINE_BYTES) + offset;
         // The first row's start: the lowest row when rows go up, the highest when they go down.
@@ -1159,7 +1299,7 @@ mod tests {
                 dst.as_mut_ptr().add(first),
                 rows as i64,
                 row_bytes as i64,
-                gap as i64,
+                src_gap as i64,
                 stride,
             )
         };
@@ -1173,7 +1313,11 @@ mod tests {
                 slot
             };
             let inside = i >= offset && row < rows && col < row_bytes;
-            let want = if inside { src[row * gap + col] } else { 0xEE };
+            let want = if inside {
+                src[row * src_gap + col]
+            } else {
+                0xEE
+            };
             assert_eq!(
                 got, want,
                 "stride {stride} offset {offset} row bytes {row_bytes} byte {i}"
@@ -1338,6 +1482,24 @@ mod tests {
     /// Three rows of every length up to past two 64-byte stores, at every destination offset
     /// within 64 bytes, rows a multiple of 64 bytes apart (up or down, where whole aligned rows
     /// take the fast loop) or not.
+    #[test]
+    fn rows_end_to_end_land_where_they_belong_at_any_alignment() {
+        // Rows one after another in the destination, whose lines where rows meet are put
+        // together from both (copy_rows_end_to_end), from source rows apart or end to end too.
+        let src: Vec<u8> = (0..2000).map(|i| (i * 11 % 251) as u8).collect();
+        for_each_routine(|routine| {
+            for row_bytes in [64, 65, 72, 77, 100, 128, 130, 200, 256] {
+                for src_gap in [row_bytes, 300] {
+                    for offset in 0..64 {
+                        let stride = row_bytes as i64;
+                        check_rows_from(routine, &src, src_gap, 5, row_bytes, stride, offset);
+                        check_rows_from(routine, &src, src_gap, 2, row_bytes, stride, offset);
+                    }
+                }
+            }
+        });
+    }
+
     #[test]
     fn rows_land_where_they_belong_at_any_alignment() {
         let src: Vec<u8> = (0..400).map(|i| (i * 7 % 251) as u8).collect();
