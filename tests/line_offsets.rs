@@ -266,6 +266,25 @@ fn copies_into_a_destination_past_a_line_take_rows_end_to_end() {
             }
         }
     }
+    // Tiles of 32 rows of 512 bytes: a call takes 8 of them (4 KiB), the tile's loop cut in
+    // four; tiles of 31 rows, which no count but one from 2 to 8 divides, keep the innermost
+    // loop.
+    for (rows, taken) in [(32, 8), (31, 0)] {
+        let shape = [5, rows, 16, 128];
+        let (src, dst) = (
+            Layout::row_major(&shape).unwrap(),
+            Layout::ordered(&shape, &[0, 2, 1, 3]).unwrap(),
+        );
+        let at = LineOffsets { src: 0, dst: 16 };
+        let plan = Plan::with_tactics_at(&src, &dst, 4, Tactics::default(), target, at).unwrap();
+        let rows = copy_rows(&plan);
+        match taken {
+            0 => assert_ne!(rows.dst_stride, 128, "{plan}"),
+            _ => assert_eq!((rows.extent, rows.dst_stride), (taken, 128), "{plan}"),
+        }
+        check_plan_moves_of(&plan, &src, &dst);
+        check_at_on::<u32>(&src, &dst, at, 1, target);
+    }
     // Rows of a line (NHWC -> NCHW16c) stay as they are: taken end to end, they read their
     // source in passes.
     let shape = [2, 100, 4, 16];
