@@ -293,9 +293,9 @@ const END_TO_END_MIN_ROW_LINES: i64 = 4;
 /// tiles copy 512-byte rows, eight of them end to end in each tile; into a destination 16
 /// bytes past a line (a `Vec` from glibc's allocator, a NumPy array) the rows of the innermost
 /// loop stored two lines of every row in part, each read from memory first. On a 2-core AMD
-/// EPYC (Zen 4) VM (`relayout bench --no-tune --page-offset 16`), the tiles went from
-/// 1.02–1.07 of memcpy to 1.42–1.46 (1.46–1.54 with buffers at a page, where they keep the
-/// innermost loop: taken end to end there, they ran 7% slower).
+/// EPYC (Zen 4) VM (`relayout bench --no-tune --page-offset 16`, three alternating runs of
+/// each build), the tiles went from 0.97–1.14 of memcpy to 1.33–1.38 (1.46–1.54 with buffers
+/// at a page, where they keep the innermost loop: taken end to end there, they ran 7% slower).
 fn take_copy_rows(region: &mut Region, len: usize, cx: Context) -> Loop {
     let loops = &mut region.loops;
     let Some(innermost) = loops.len().checked_sub(1).filter(|&i| i > 0) else {

@@ -595,44 +595,39 @@ unsafe fn copy_rows_end_to_end<S: Streamer>(job: Rows, shares: Option<Shares>) {
     };
     let (_, first_dst) = row(0);
     let (_, last_dst) = row(last);
-    let (head, _) = whole_lines_of(first_dst, len);
-    let (_, last_body_end) = whole_lines_of(last_dst, len);
-    if head > 0 {
-        hints::ask(hints::Ask::Write, first_dst);
-    }
-    if last_body_end < len {
-        hints::ask(hints::Ask::Write, last_dst.wrapping_add(last_body_end));
-    }
+    // Only the first row's head and the last row's tail are stored in part.
+    prefetch_stored_lines::<false, true>(first_dst, len);
+    prefetch_stored_lines::<true, false>(last_dst, len);
     for r in 0..job.rows {
         if let Some(shares) = shares {
             shares.ask(r);
         }
         let (src, dst) = row(r);
-        let (head, body_end) = whole_lines_of(dst, len);
-        let tail = len - body_end;
-        // SAFETY: every access stays within row `r` of each side, or, for the line shared with
-        // row `r + 1`, within that row's head (`LINE_BYTES - tail ≤ LINE_BYTES ≤ len` bytes);
-        // the streaming stores go to whole lines from `head` (the first line boundary of the
-        // row) to `body_end`, and to the shared line at `body_end`, which is aligned to the
-        // line and so to `WIDTH`; the staged line is `LINE_BYTES` long; the caller's features.
+        let (_, body_end) = whole_lines_of(dst, len);
+        // The row up to the line it shares with the next, which goes out with that row's head.
+        let shares_line = r < last && body_end < len;
+        let through = if shares_line { body_end } else { len };
+        // SAFETY: forwarded from the caller for row `r`, or its first `body_end` bytes; a head
+        // left alone is the line the row before streamed whole.
         unsafe {
-            if r == 0 && head > 0 {
-                std::ptr::copy_nonoverlapping(src, dst, head);
+            match r {
+                0 => copy_row::<S, false, false>(src, dst, through),
+                _ => copy_row::<S, true, false>(src, dst, through),
             }
-            let mut at = head;
-            while at < body_end {
-                S::stream(src.add(at), dst.add(at));
-                at += S::WIDTH;
-            }
-            if tail == 0 {
-                continue;
-            }
-            if r == last {
-                std::ptr::copy_nonoverlapping(src.add(body_end), dst.add(body_end), tail);
-                continue;
-            }
+        }
+        if shares_line {
             let (next_src, _) = row(r + 1);
-            stream_shared_line(src.add(body_end), tail, next_src, dst.add(body_end));
+            // SAFETY: the line at `body_end` (aligned to the line) holds row `r`'s last
+            // `len - body_end` bytes and row `r + 1`'s first `LINE_BYTES - (len - body_end)`,
+            // its head, no longer than the row (`len ≥ LINE_BYTES`): bytes of the caller's rows.
+            unsafe {
+                stream_shared_line(
+                    src.add(body_end),
+                    len - body_end,
+                    next_src,
+                    dst.add(body_end),
+                )
+            };
         }
     }
 }
@@ -662,7 +657,7 @@ unsafe fn stream_shared_line(tail_src: *const u8, tail: usize, head_src: *const 
             } else if piece >= tail {
                 S::stream(head_src.add(piece - tail), dst.add(piece));
             } else {
-                let mut joined = [0u8; LINE_BYTES];
+                let mut joined = [0u8; S::WIDTH];
                 let part = tail - piece;
                 std::ptr::copy_nonoverlapping(tail_src.add(piece), joined.as_mut_ptr(), part);
                 std::ptr::copy_nonoverlapping(
@@ -1479,9 +1474,6 @@ mod tests {
         }
     }
 
-    /// Three rows of every length up to past two 64-byte stores, at every destination offset
-    /// within 64 bytes, rows a multiple of 64 bytes apart (up or down, where whole aligned rows
-    /// take the fast loop) or not.
     #[test]
     fn rows_end_to_end_land_where_they_belong_at_any_alignment() {
         // Rows one after another in the destination, whose lines where rows meet are put
@@ -1500,6 +1492,9 @@ mod tests {
         });
     }
 
+    /// Three rows of every length up to past two 64-byte stores, at every destination offset
+    /// within 64 bytes, rows a multiple of 64 bytes apart (up or down, where whole aligned rows
+    /// take the fast loop) or not.
     #[test]
     fn rows_land_where_they_belong_at_any_alignment() {
         let src: Vec<u8> = (0..400).map(|i| (i * 7 % 251) as u8).collect();

@@ -720,9 +720,6 @@ mod tests {
         }
     }
 
-    /// Beyond the cache, a candidate a twentieth faster than the default is chosen; in it, a
-    /// tenth is needed. Which margin applies follows the bytes moved against the streaming
-    /// threshold (a quarter of the cache).
     #[test]
     fn a_candidate_ahead_of_the_default_is_run_again_beside_it_before_it_is_chosen() {
         // The default's trials fall in a slow phase of memory (12 ms against its usual 2):
@@ -759,6 +756,9 @@ mod tests {
         assert_eq!((order, choice), (vec![0, 0, 1, 1], Some(1)));
     }
 
+    /// Beyond the cache, a candidate a twentieth faster than the default is chosen; in it, a
+    /// tenth is needed. Which margin applies follows the bytes moved against the streaming
+    /// threshold (a quarter of the cache).
     #[test]
     fn tensors_beyond_the_cache_switch_on_a_smaller_margin() {
         let choose = |margin: Margin, other: u64| {
