@@ -32,8 +32,10 @@
 //! relayout of its own, and one run moves the default's slice and those of the next three
 //! candidates in rank, then of the three after them, and so on, as far as the budget reaches
 //! (keeping one whole run). Each candidate's time counts against the default's in the same run,
-//! and the one that beats it most, by the margin, is then timed whole and chosen only if it
-//! beats the default's best time too (whole, or in the shares). Where the default's first run
+//! and those that beat it, the best first, up to three as the budget allows
+//! ([`MOST_NOMINEES`]), are then timed whole; the fastest of them is chosen only if it beats
+//! the default's best time (whole, or in the shares) by the margin, and the rematch too where
+//! the budget has room. Where the default's first run
 //! takes 20 ms or more, the shared runs follow it at once, the default timed in them; else
 //! they follow its second, once the budget is fitted. On a 2-core AMD EPYC (Zen 3) VM, the
 //! 8000² u16 transpose (122 MiB, runs of 40–60 ms) tuned this way ran at 0.47–0.68 of memcpy
@@ -140,6 +142,21 @@ const SLOWEST_CANDIDATE: u32 = 4;
 const LONG_RUN: Duration = Duration::from_millis(20);
 /// Shared runs at most (each times every shared candidate once, on one share of the tensor).
 const MOST_ROUNDS: usize = 3;
+/// Candidates of shared runs timed whole at most: those that ran faster than the default in
+/// their runs, best first, as many as the budget has room for beside a [`Rematch`]. A share
+/// does not always run as the whole tensor does. On a 2-core AMD EPYC (Zen 4) VM, the 8000²
+/// u16 transpose (122 MiB, runs of 15–35 ms) put 512-byte runs in the destination's order
+/// ahead of 256-byte runs in 8 KiB blocks (against the default in their runs, 0.67 and
+/// 0.67), which whole took 42 ms against 18 (the default 25–27); with one nominee, timed
+/// whole, the default stayed and ran at 0.56 of memcpy. The 8000² f32 transpose (244 MiB)
+/// put 256-byte runs across the rows level with the default in the shares (28.2 against
+/// 28.15 ms), and whole they took 20–29 ms against its 26–35. In six fresh processes of the
+/// shared harness, alternating with the build before (ratios to memcpy, medians): 8000² u8
+/// 0.75 (0.60–0.81) against 0.72 (0.64–0.79), u16 0.79 (0.68–0.97) against 0.84
+/// (0.44–0.87), f32 0.86 (0.73–0.95) against 0.85 (0.62–0.90), f64 0.94 (0.86–1.09)
+/// against 0.86 (0.74–0.97), 8192² f32 0.83 (0.65–0.93) against 0.77 (0.61–0.85); tuning
+/// took 0.21–0.40 s.
+const MOST_NOMINEES: usize = 3;
 
 /// The bookkeeping of a tuning: which candidate runs next, the times of their runs, and the
 /// choice once every measured candidate has had its runs.
@@ -204,9 +221,9 @@ struct Rounds {
     spent: Duration,
     /// Runs to make.
     planned: usize,
-    /// The candidate that did best against the default, once the runs are in, to be timed
-    /// whole before it is chosen.
-    nominee: Option<usize>,
+    /// The candidates that did best against the default, best first, once the runs are in,
+    /// each to be timed whole before one is chosen ([`MOST_NOMINEES`]).
+    nominees: Vec<usize>,
     /// The default's fastest time in the shared runs, scaled to the whole tensor.
     default: Option<Duration>,
 }
@@ -256,22 +273,24 @@ impl Trials {
     /// so that each candidate's runs follow one another, or the next shared run; `None` once
     /// every run is made.
     pub(crate) fn next(&self) -> Option<Turn> {
+        if let Some(rematch) = &self.rematch {
+            return [0, rematch.nominee]
+                .into_iter()
+                .zip(&rematch.times)
+                .find(|(_, times)| times.len() < self.rematch_runs())
+                .map(|(i, _)| Turn::Whole(i));
+        }
         match &self.rounds {
             Some(rounds) if rounds.done < rounds.planned => Some(Turn::Shared(rounds.done)),
             Some(rounds) => rounds
-                .nominee
-                .filter(|&i| self.times[i].len() <= self.untimed(i))
+                .nominees
+                .iter()
+                .copied()
+                .find(|&i| self.times[i].len() <= self.untimed(i))
                 .map(Turn::Whole),
-            None => match &self.rematch {
-                Some(rematch) => [0, rematch.nominee]
-                    .into_iter()
-                    .zip(&rematch.times)
-                    .find(|(_, times)| times.len() < self.rematch_runs())
-                    .map(|(i, _)| Turn::Whole(i)),
-                None => (0..self.measured)
-                    .find(|&i| self.times[i].len() < self.runs(i))
-                    .map(Turn::Whole),
-            },
+            None => (0..self.measured)
+                .find(|&i| self.times[i].len() < self.runs(i))
+                .map(Turn::Whole),
         }
     }
 
@@ -290,9 +309,10 @@ impl Trials {
 
     /// Records shared run `round`: `times[k]` is how long share `k` took, scaled to the whole
     /// tensor, and `took` the run's time. Once the planned runs are in, or another would
-    /// overrun the budget, the candidate whose time against the default's in its run is the
-    /// least is the nominee if it beats the default by the [`Margin`], to be timed whole next
-    /// ([`Trials::record`] then chooses); without one, returns the default. A run recorded
+    /// overrun the budget, the candidates faster than the default in their runs are the
+    /// nominees, the least time against the default's first, as many as the budget has room
+    /// for beside a [`Rematch`] (one at least, [`MOST_NOMINEES`] at most), to be timed whole
+    /// next ([`Trials::record`] then chooses); without one, returns the default. A run recorded
     /// twice (two threads made it), or with another number of shares, is ignored.
     pub(crate) fn record_shared(
         &mut self,
@@ -301,7 +321,7 @@ impl Trials {
         took: Duration,
     ) -> Option<usize> {
         let whole: Duration = self.times.iter().flatten().sum();
-        let budget = self.budget;
+        let (budget, rematch_runs) = (self.budget, self.rematch_runs());
         let sharers: Vec<usize> = (0..times.len()).map(|k| self.sharer(round, k)).collect();
         let rounds = self.rounds.as_mut()?;
         if rounds.done != round || times.len() != self.shares {
@@ -321,20 +341,24 @@ impl Trials {
         if rounds.done < rounds.planned {
             return None;
         }
-        let best = (1..rounds.paired.len())
+        let mut ahead: Vec<(usize, (Duration, Duration))> = (1..rounds.paired.len())
             .filter_map(|i| Some((i, rounds.paired[i].iter().copied().min_by(by_ratio)?)))
-            .min_by(|(_, a), (_, b)| by_ratio(a, b));
-        rounds.nominee = best
-            .filter(|&(_, (t, default))| self.margin.beats(t, default))
-            .map(|(i, _)| i);
-        match rounds.nominee {
-            Some(_) => None,
-            None => Some(0),
-        }
+            .filter(|&(_, (t, default))| t < default)
+            .collect();
+        ahead.sort_by(|(_, a), (_, b)| by_ratio(a, b));
+        // Each nominee's whole run takes about the default's; room stays for a rematch.
+        let run = rounds.default.unwrap_or(took).max(Duration::from_nanos(1));
+        let left = budget.saturating_sub(whole + rounds.spent);
+        let room = usize::try_from(left.as_nanos() / run.as_nanos()).unwrap_or(usize::MAX);
+        let count = room
+            .saturating_sub(2 * rematch_runs)
+            .clamp(1, MOST_NOMINEES);
+        rounds.nominees = ahead.iter().take(count).map(|&(i, _)| i).collect();
+        rounds.nominees.is_empty().then_some(0)
     }
 
     /// Records a whole run of candidate `i`; once every measured candidate has its runs (after
-    /// shared runs: once their nominee has its run), returns the
+    /// shared runs: once their nominees have theirs), returns the
     /// one with the fastest single trial (its runs but an untimed first), the earliest on a tie,
     /// if it beats the default's fastest trial by its [`Margin`], else the
     /// default. Where that is another candidate than the default and the budget has room for
@@ -353,39 +377,25 @@ impl Trials {
         }
         // Another run as long as this one, or as the slowest candidate's may be, would overrun
         // the budget: no more candidates.
-        let next_run = self
-            .fitted_on
-            .map_or(took, |run| took.max(run * SLOWEST_CANDIDATE));
-        if self.times.iter().flatten().sum::<Duration>() + next_run > self.budget {
+        // (Nominees of shared runs ran faster than the default there: the next takes about as
+        // long as this one.)
+        let next_run = match (self.fitted_on, &self.rounds) {
+            (Some(run), None) => took.max(run * SLOWEST_CANDIDATE),
+            _ => took,
+        };
+        if self.spent() + next_run > self.budget {
             self.stop_measuring();
         }
         if self.next().is_some() {
             return None;
         }
-        let fastest = |i: usize| {
-            let counted = self.times[i].get(self.untimed(i)..)?;
-            counted.iter().min().copied()
-        };
-        if let Some(rounds) = &self.rounds {
-            // The nominee of the shared runs, whole, against the default's best time: whole,
-            // or in the shared runs where they came right after its first run.
-            let nominee = rounds.nominee?;
-            let default = [fastest(0), rounds.default].into_iter().flatten().min();
-            let confirmed = |i: usize| match i {
-                0 => default,
-                i if i == nominee => fastest(i),
-                _ => None,
-            };
-            return Some(self.margin.choose(self.times.len(), confirmed));
-        }
-        let choice = self.margin.choose(self.measured, fastest);
+        let choice = self.margin.choose(self.times.len(), |i| self.chosen_on(i));
         let rematch_takes = [0, choice]
             .into_iter()
-            .filter_map(fastest)
+            .filter_map(|i| self.chosen_on(i))
             .sum::<Duration>()
             * u32::try_from(self.rematch_runs()).unwrap_or(u32::MAX);
-        let spent: Duration = self.times.iter().flatten().sum();
-        if choice != 0 && spent + rematch_takes <= self.budget {
+        if choice != 0 && self.spent() + rematch_takes <= self.budget {
             self.rematch = Some(Rematch {
                 nominee: choice,
                 times: [Vec::new(), Vec::new()],
@@ -419,6 +429,27 @@ impl Trials {
         })
     }
 
+    /// The time candidate `i` is chosen on, once its runs are in (`None`: not measured): its
+    /// fastest trial; after shared runs, for the default the faster of that and its best time
+    /// in them (scaled to the whole tensor), and for others only if they were nominees.
+    fn chosen_on(&self, i: usize) -> Option<Duration> {
+        let fastest = |i: usize| {
+            let counted = self.times.get(i)?.get(self.untimed(i)..)?;
+            counted.iter().min().copied()
+        };
+        match &self.rounds {
+            None => fastest(i).filter(|_| i < self.measured),
+            Some(rounds) if i == 0 => [fastest(0), rounds.default].into_iter().flatten().min(),
+            Some(rounds) => fastest(i).filter(|_| rounds.nominees.contains(&i)),
+        }
+    }
+
+    /// How long the runs so far took: whole and shared.
+    fn spent(&self) -> Duration {
+        let shared = self.rounds.as_ref().map_or(Duration::ZERO, |r| r.spent);
+        self.times.iter().flatten().sum::<Duration>() + shared
+    }
+
     /// Runs of each side of a [`Rematch`]: a warm-up where the trials had one, and as many
     /// trials.
     fn rematch_runs(&self) -> usize {
@@ -443,6 +474,16 @@ impl Trials {
             .take_while(|&i| self.times[i].len() >= self.runs(i))
             .count();
         self.measured = done.max(FEWEST_CANDIDATES.min(self.times.len()));
+        // After shared runs, no nominee beyond those timed, unless none is.
+        if let Some(rounds) = &self.rounds {
+            let timed: Vec<bool> = (rounds.nominees.iter())
+                .map(|&i| self.times[i].len() > self.untimed(i))
+                .collect();
+            let keep = timed.iter().take_while(|&&t| t).count().max(1);
+            if let Some(rounds) = &mut self.rounds {
+                rounds.nominees.truncate(keep);
+            }
+        }
     }
 
     /// Sets the warm-up, the trials per candidate and the candidates measured from the time of
@@ -493,7 +534,7 @@ impl Trials {
             done: 0,
             spent: Duration::ZERO,
             planned,
-            nominee: None,
+            nominees: Vec::new(),
             default: None,
         });
     }
@@ -887,14 +928,15 @@ mod tests {
         use Turn::{Shared, Whole};
         // Eight candidates of 50 ms runs in 400 ms: whole runs would measure four. After the
         // default's first run and keeping 50 ms for the nominee's, three shared runs (of up to
-        // 75 ms) measure the default beside each of the seven others in quarters, and the
-        // fastest against it is timed whole.
+        // 75 ms) measure the default beside each of the seven others in quarters, and the one
+        // faster than it is timed whole, then run again beside it (a rematch).
         let whole = [50, 50, 50, 50, 50, 50, 50, 35];
         let mut shared = [50; 8];
         shared[7] = 30;
         let (turns, choice) = share_within(ms(400), 4, &whole, &shared);
-        let expected = [Whole(0), Shared(0), Shared(1), Shared(2), Whole(7)];
-        assert_eq!((turns, choice), (expected.to_vec(), Some(7)));
+        let shared_runs = [Whole(0), Shared(0), Shared(1), Shared(2)];
+        let expected = [&shared_runs[..], &[Whole(7), Whole(0), Whole(7)]].concat();
+        assert_eq!((turns, choice), (expected, Some(7)));
         // 100 ms runs: whole runs would measure two candidates; after the first, 200 ms buy
         // one shared run and keep room for the nominee's.
         let pace = [100, 100, 70, 100];
@@ -918,10 +960,51 @@ mod tests {
         // are made, and the eighth candidate is not measured.
         let (turns, choice) = share_within(ms(400), 3, &whole, &shared);
         assert_eq!((turns.len(), choice), (4, Some(0)));
-        // Without a candidate a twentieth faster than the default in the shares, the default
-        // is chosen with no whole run of another.
-        let (turns, choice) = share_within(ms(400), 4, &whole, &[50, 48, 49, 50, 50, 50, 50, 50]);
+        // Without a candidate faster than the default in the shares, the default is chosen
+        // with no whole run of another.
+        let (turns, choice) = share_within(ms(400), 4, &whole, &[50, 50, 51, 50, 50, 50, 50, 50]);
         assert_eq!((turns.len(), choice), (4, Some(0)));
+    }
+
+    #[test]
+    fn candidates_ahead_in_the_shares_are_timed_whole_best_first_as_the_budget_allows() {
+        use Turn::Whole;
+        // The shares put candidate 7 ahead of candidate 4 (against the default, 0.6 and 0.7),
+        // candidate 2 barely ahead (0.98); whole, candidate 4 is the fastest. In 400 ms, after
+        // the default's first run and three shared runs, 200 ms are left: two nominees' runs
+        // and a rematch's two.
+        let whole = [50, 50, 50, 50, 35, 50, 50, 50];
+        let shared = [50, 50, 49, 50, 35, 50, 50, 30];
+        let (turns, choice) = share_within(ms(400), 4, &whole, &shared);
+        let whole_runs = &turns[4..];
+        assert_eq!(whole_runs, [Whole(7), Whole(4), Whole(0), Whole(4)]);
+        assert_eq!(choice, Some(4));
+        // Runs twice as long in a second: 600 ms left after the shared runs, for the three
+        // best of them, and no more.
+        let twice = |times: &[u64]| times.iter().map(|t| t * 2).collect::<Vec<u64>>();
+        let (turns, choice) = share_within(ms(1000), 4, &twice(&whole), &twice(&shared));
+        assert_eq!(
+            turns[4..],
+            [Whole(7), Whole(4), Whole(2), Whole(0), Whole(4)]
+        );
+        assert_eq!(choice, Some(4));
+        // Whole, none beats the default by a twentieth: the default.
+        let even = [100, 100, 100, 100, 96, 100, 100, 100];
+        let (turns, choice) = share_within(ms(1000), 4, &even, &twice(&shared));
+        assert_eq!((turns.len(), choice), (7, Some(0)));
+        // A nominee's whole run far longer than foreseen leaves the rest untimed, and the
+        // choice rests on those timed.
+        let mut trials = Trials::new(8, ms(1000), Margin::BeyondCache, 4);
+        trials.record(0, ms(100));
+        for round in 0..3 {
+            let times: Vec<Duration> = (0..4)
+                .map(|k| ms(2 * shared[trials.sharer(round, k)]))
+                .collect();
+            assert_eq!(trials.record_shared(round, &times, ms(100)), None);
+        }
+        assert_eq!(trials.next(), Some(Whole(7)));
+        assert_eq!(trials.record(7, ms(700)), Some(0));
+        assert_eq!(trials.next(), None);
     }
 
     #[test]
@@ -981,6 +1064,11 @@ mod tests {
         again.record(0, ms(40));
         again.record_shared(0, &times, ms(45));
         again.record_shared(1, &shared, ms(250));
+        // Ahead of the default's 20 ms, it runs again beside it before it is chosen.
+        assert_eq!(again.record(1, ms(18)), None);
+        assert_eq!(again.next(), Some(Turn::Whole(0)));
+        assert_eq!(again.record(0, ms(40)), None);
+        assert_eq!(again.next(), Some(Turn::Whole(1)));
         assert_eq!(again.record(1, ms(18)), Some(1));
     }
 }
