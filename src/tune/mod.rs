@@ -35,9 +35,9 @@
 //! and those that beat it, the best first, up to three as the budget allows
 //! ([`MOST_NOMINEES`]), are then timed whole; the fastest of them is chosen only if it beats
 //! the default's best time (whole, or in the shares) by the margin, and the rematch too where
-//! the budget has room. Where the default's first run
-//! takes 20 ms or more, the shared runs follow it at once, the default timed in them; else
-//! they follow its second, once the budget is fitted. On a 2-core AMD EPYC (Zen 3) VM, the
+//! the budget has room. Where the default's first run takes 20 ms or more, the shared runs
+//! follow it at once, the default timed in them; else they follow its second, once the budget
+//! is fitted. On a 2-core AMD EPYC (Zen 3) VM, the
 //! 8000² u16 transpose (122 MiB, runs of 40–60 ms) tuned this way ran at 0.47–0.68 of memcpy
 //! (median 0.50 of six fresh processes) against 0.33–0.70 (median 0.36) with whole runs, which
 //! measured four candidates and mostly chose the default; the shares found the 256-byte runs
@@ -168,7 +168,8 @@ const MOST_NOMINEES: usize = 3;
 /// two candidates; it keeps room for one run of the slowest candidate ([`SLOWEST_CANDIDATE`]),
 /// and measuring stops once another run would overrun the budget. Beyond the cache, where that
 /// leaves candidates unmeasured, runs may be shared instead ([`Rounds`]): the default beside a
-/// group of candidates, each on a share of the tensor, and the best of them then timed whole.
+/// group of candidates, each on a share of the tensor, and up to three that beat it then timed
+/// whole ([`MOST_NOMINEES`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Trials {
     times: Vec<Vec<Duration>>,
@@ -474,15 +475,14 @@ impl Trials {
             .take_while(|&i| self.times[i].len() >= self.runs(i))
             .count();
         self.measured = done.max(FEWEST_CANDIDATES.min(self.times.len()));
-        // After shared runs, no nominee beyond those timed, unless none is.
-        if let Some(rounds) = &self.rounds {
-            let timed: Vec<bool> = (rounds.nominees.iter())
-                .map(|&i| self.times[i].len() > self.untimed(i))
-                .collect();
-            let keep = timed.iter().take_while(|&&t| t).count().max(1);
-            if let Some(rounds) = &mut self.rounds {
-                rounds.nominees.truncate(keep);
-            }
+        // After shared runs, no nominee beyond those timed, unless none is (a nominee's
+        // untimed runs are its warm-up's, as for any candidate but the default).
+        let untimed = usize::from(self.warm_up);
+        if let Some(rounds) = &mut self.rounds {
+            let timed = (rounds.nominees.iter())
+                .take_while(|&&i| self.times[i].len() > untimed)
+                .count();
+            rounds.nominees.truncate(timed.max(1));
         }
     }
 
