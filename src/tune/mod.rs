@@ -32,7 +32,7 @@
 //! relayout of its own, and one run moves the default's slice and those of the next three
 //! candidates in rank, then of the three after them, and so on, as far as the budget reaches
 //! (keeping one whole run). Each candidate's time counts against the default's in the same run,
-//! and those that beat it, the best first, up to three as the budget allows
+//! and those that ran faster than it, the best first, up to three as the budget allows
 //! ([`MOST_NOMINEES`]), are then timed whole; the fastest of them is chosen only if it beats
 //! the default's best time (whole, or in the shares) by the margin, and the rematch too where
 //! the budget has room. Where the default's first run takes 20 ms or more, the shared runs
@@ -148,9 +148,10 @@ const MOST_ROUNDS: usize = 3;
 /// u16 transpose (122 MiB, runs of 15–35 ms) put 512-byte runs in the destination's order
 /// ahead of 256-byte runs in 8 KiB blocks (against the default in their runs, 0.67 and
 /// 0.67), which whole took 42 ms against 18 (the default 25–27); with one nominee, timed
-/// whole, the default stayed and ran at 0.56 of memcpy. The 8000² f32 transpose (244 MiB)
-/// put 256-byte runs across the rows level with the default in the shares (28.2 against
-/// 28.15 ms), and whole they took 20–29 ms against its 26–35. In six fresh processes of the
+/// whole, the default stayed and ran at 0.56 of memcpy. The shares of the 8000² f32
+/// transpose (244 MiB) put 256-byte runs across the rows ahead of the default in one process
+/// (23.3 against 32.0 ms) and level with it in another (28.2 against 28.15: no nominee), and
+/// whole they took 20–29 ms against its 26–35. In six fresh processes of the
 /// shared harness, alternating with the build before (ratios to memcpy, medians): 8000² u8
 /// 0.75 (0.60–0.81) against 0.72 (0.64–0.79), u16 0.79 (0.68–0.97) against 0.84
 /// (0.44–0.87), f32 0.86 (0.73–0.95) against 0.85 (0.62–0.90), f64 0.94 (0.86–1.09)
@@ -168,8 +169,8 @@ const MOST_NOMINEES: usize = 3;
 /// two candidates; it keeps room for one run of the slowest candidate ([`SLOWEST_CANDIDATE`]),
 /// and measuring stops once another run would overrun the budget. Beyond the cache, where that
 /// leaves candidates unmeasured, runs may be shared instead ([`Rounds`]): the default beside a
-/// group of candidates, each on a share of the tensor, and up to three that beat it then timed
-/// whole ([`MOST_NOMINEES`]).
+/// group of candidates, each on a share of the tensor, and up to three that ran faster than it
+/// then timed whole ([`MOST_NOMINEES`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Trials {
     times: Vec<Vec<Duration>>,
@@ -188,23 +189,24 @@ pub(crate) struct Trials {
     shares: usize,
     /// The shared runs, once the budget chose them over whole ones.
     rounds: Option<Rounds>,
-    /// The default's and the nominee's runs again, once whole-run trials have put another
-    /// candidate ahead of the default.
+    /// The default's and the challenger's runs again, once the trials (whole runs, or the
+    /// nominees of shared runs) have put another candidate ahead of the default.
     rematch: Option<Rematch>,
 }
 
-/// The default and the candidate whole-run trials put ahead of it (the nominee), each run
-/// again, one after the other, as in the trials (a warm-up, then the trials), before the
-/// choice, which then rests on these runs alone: memory on a VM runs in phases of different
-/// speeds, and trials of the default that all fell in a slow one chose a slower candidate. On
-/// a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB (default runs of 1.5–2 ms) chose
-/// another candidate in three of eight fresh processes of the shared harness and then ran at
-/// 0.81–0.94 of memcpy against 1.31–1.44: in one, the default's first runs took 12.4 ms, the
-/// budget bought one trial of each candidate, and a 2.6 ms one won.
+/// The default and the candidate the trials put ahead of it (the challenger: the fastest of
+/// whole-run trials, or of the nominees of shared runs), each run again, one after the other,
+/// as in the trials (a warm-up, then the trials), before the choice, which then rests on these
+/// runs alone: memory on a VM runs in phases of different speeds, and trials of the default
+/// that all fell in a slow one chose a slower candidate. On a 2-core AMD EPYC (Zen 4) VM,
+/// NCHW → NCHW16c of 24.5 MiB (default runs of 1.5–2 ms) chose another candidate in three of
+/// eight fresh processes of the shared harness and then ran at 0.81–0.94 of memcpy against
+/// 1.31–1.44: in one, the default's first runs took 12.4 ms, the budget bought one trial of
+/// each candidate, and a 2.6 ms one won.
 #[derive(Debug, Clone, PartialEq)]
 struct Rematch {
-    nominee: usize,
-    /// The default's runs, then the nominee's.
+    challenger: usize,
+    /// The default's runs, then the challenger's.
     times: [Vec<Duration>; 2],
 }
 
@@ -275,7 +277,7 @@ impl Trials {
     /// every run is made.
     pub(crate) fn next(&self) -> Option<Turn> {
         if let Some(rematch) = &self.rematch {
-            return [0, rematch.nominee]
+            return [0, rematch.challenger]
                 .into_iter()
                 .zip(&rematch.times)
                 .find(|(_, times)| times.len() < self.rematch_runs())
@@ -323,6 +325,7 @@ impl Trials {
     ) -> Option<usize> {
         let whole: Duration = self.times.iter().flatten().sum();
         let (budget, rematch_runs) = (self.budget, self.rematch_runs());
+        let (fitted_on, warm_up) = (self.fitted_on, self.warm_up);
         let sharers: Vec<usize> = (0..times.len()).map(|k| self.sharer(round, k)).collect();
         let rounds = self.rounds.as_mut()?;
         if rounds.done != round || times.len() != self.shares {
@@ -347,23 +350,26 @@ impl Trials {
             .filter(|&(_, (t, default))| t < default)
             .collect();
         ahead.sort_by(|(_, a), (_, b)| by_ratio(a, b));
-        // Each nominee's whole run takes about the default's; room stays for a rematch.
-        let run = rounds.default.unwrap_or(took).max(Duration::from_nanos(1));
+        // Each nominee's runs (a warm-up where the trials have one, and a trial) take about
+        // as long as the default's whole run that fitted the budget, or its best in the
+        // shares, whichever is longer; room stays for a rematch.
+        let run = [fitted_on, rounds.default].into_iter().flatten().max();
+        let run = run.unwrap_or(took).max(Duration::from_nanos(1));
         let left = budget.saturating_sub(whole + rounds.spent);
         let room = usize::try_from(left.as_nanos() / run.as_nanos()).unwrap_or(usize::MAX);
-        let count = room
-            .saturating_sub(2 * rematch_runs)
+        let count = (room.saturating_sub(2 * rematch_runs) / (1 + usize::from(warm_up)))
             .clamp(1, MOST_NOMINEES);
         rounds.nominees = ahead.iter().take(count).map(|&(i, _)| i).collect();
         rounds.nominees.is_empty().then_some(0)
     }
 
     /// Records a whole run of candidate `i`; once every measured candidate has its runs (after
-    /// shared runs: once their nominees have theirs), returns the
-    /// one with the fastest single trial (its runs but an untimed first), the earliest on a tie,
-    /// if it beats the default's fastest trial by its [`Margin`], else the
-    /// default. Where that is another candidate than the default and the budget has room for
-    /// it, the two are run again first ([`Rematch`]), and the choice follows those runs.
+    /// shared runs: once their nominees have theirs), returns the one with the fastest single
+    /// trial (its runs but an untimed first), the earliest on a tie, if it beats the default's
+    /// fastest trial (after shared runs, the faster of that and the default's best there) by
+    /// its [`Margin`], else the default. Where that is another candidate than the default and
+    /// the budget has room for it, the two are run again first ([`Rematch`]), and the choice
+    /// follows those runs.
     pub(crate) fn record(&mut self, i: usize, took: Duration) -> Option<usize> {
         if self.rematch.is_some() {
             return self.record_rematch(i, took);
@@ -379,10 +385,11 @@ impl Trials {
         // Another run as long as this one, or as the slowest candidate's may be, would overrun
         // the budget: no more candidates.
         // (Nominees of shared runs ran faster than the default there: the next takes about as
-        // long as this one.)
+        // long as this one or the default's.)
         let next_run = match (self.fitted_on, &self.rounds) {
             (Some(run), None) => took.max(run * SLOWEST_CANDIDATE),
-            _ => took,
+            (Some(run), Some(_)) => took.max(run),
+            (None, _) => took,
         };
         if self.spent() + next_run > self.budget {
             self.stop_measuring();
@@ -398,7 +405,7 @@ impl Trials {
             * u32::try_from(self.rematch_runs()).unwrap_or(u32::MAX);
         if choice != 0 && self.spent() + rematch_takes <= self.budget {
             self.rematch = Some(Rematch {
-                nominee: choice,
+                challenger: choice,
                 times: [Vec::new(), Vec::new()],
             });
             return None;
@@ -406,13 +413,13 @@ impl Trials {
         Some(choice)
     }
 
-    /// Records run of the default or the nominee (`i`) in the [`Rematch`]; once both have their
-    /// runs, returns the nominee if its fastest trial there beats the default's there by the
-    /// [`Margin`], else the default.
+    /// Records run of the default or the challenger (`i`) in the [`Rematch`]; once both have
+    /// their runs, returns the challenger if its fastest trial there beats the default's there
+    /// by the [`Margin`], else the default.
     fn record_rematch(&mut self, i: usize, took: Duration) -> Option<usize> {
         let runs = self.rematch_runs();
         let rematch = self.rematch.as_mut()?;
-        let side = [0, rematch.nominee].iter().position(|&c| c == i)?;
+        let side = [0, rematch.challenger].iter().position(|&c| c == i)?;
         if rematch.times[side].len() >= runs {
             return None;
         }
@@ -422,9 +429,9 @@ impl Trials {
         }
         let untimed = usize::from(self.warm_up);
         let fastest = |side: usize| rematch.times[side][untimed..].iter().min().copied();
-        let (default, nominee) = (fastest(0)?, fastest(1)?);
-        Some(if self.margin.beats(nominee, default) {
-            rematch.nominee
+        let (default, challenger) = (fastest(0)?, fastest(1)?);
+        Some(if self.margin.beats(challenger, default) {
+            rematch.challenger
         } else {
             0
         })
@@ -434,8 +441,8 @@ impl Trials {
     /// fastest trial; after shared runs, for the default the faster of that and its best time
     /// in them (scaled to the whole tensor), and for others only if they were nominees.
     fn chosen_on(&self, i: usize) -> Option<Duration> {
-        let fastest = |i: usize| {
-            let counted = self.times.get(i)?.get(self.untimed(i)..)?;
+        let fastest = |c: usize| {
+            let counted = self.times.get(c)?.get(self.untimed(c)..)?;
             counted.iter().min().copied()
         };
         match &self.rounds {
@@ -479,7 +486,9 @@ impl Trials {
         // untimed runs are its warm-up's, as for any candidate but the default).
         let untimed = usize::from(self.warm_up);
         if let Some(rounds) = &mut self.rounds {
-            let timed = (rounds.nominees.iter())
+            let timed = rounds
+                .nominees
+                .iter()
                 .take_while(|&&i| self.times[i].len() > untimed)
                 .count();
             rounds.nominees.truncate(timed.max(1));
@@ -970,22 +979,22 @@ mod tests {
     fn candidates_ahead_in_the_shares_are_timed_whole_best_first_as_the_budget_allows() {
         use Turn::Whole;
         // The shares put candidate 7 ahead of candidate 4 (against the default, 0.6 and 0.7),
-        // candidate 2 barely ahead (0.98); whole, candidate 4 is the fastest. In 400 ms, after
-        // the default's first run and three shared runs, 200 ms are left: two nominees' runs
-        // and a rematch's two.
+        // then candidate 5 (0.9) and candidate 2 (0.98); whole, candidate 4 is the fastest. In
+        // 400 ms, after the default's first run and three shared runs, 200 ms are left: two
+        // nominees' runs and a rematch's two.
         let whole = [50, 50, 50, 50, 35, 50, 50, 50];
-        let shared = [50, 50, 49, 50, 35, 50, 50, 30];
+        let shared = [50, 50, 49, 50, 35, 45, 50, 30];
         let (turns, choice) = share_within(ms(400), 4, &whole, &shared);
         let whole_runs = &turns[4..];
         assert_eq!(whole_runs, [Whole(7), Whole(4), Whole(0), Whole(4)]);
         assert_eq!(choice, Some(4));
-        // Runs twice as long in a second: 600 ms left after the shared runs, for the three
-        // best of them, and no more.
+        // Runs twice as long in a second: 600 ms left after the shared runs, room for four
+        // nominees beside a rematch, and three of them (not candidate 2) are timed.
         let twice = |times: &[u64]| times.iter().map(|t| t * 2).collect::<Vec<u64>>();
         let (turns, choice) = share_within(ms(1000), 4, &twice(&whole), &twice(&shared));
         assert_eq!(
             turns[4..],
-            [Whole(7), Whole(4), Whole(2), Whole(0), Whole(4)]
+            [Whole(7), Whole(4), Whole(5), Whole(0), Whole(4)]
         );
         assert_eq!(choice, Some(4));
         // Whole, none beats the default by a twentieth: the default.
@@ -1005,6 +1014,61 @@ mod tests {
         assert_eq!(trials.next(), Some(Whole(7)));
         assert_eq!(trials.record(7, ms(700)), Some(0));
         assert_eq!(trials.next(), None);
+    }
+
+    #[test]
+    fn nominees_with_warm_ups_leave_room_for_the_rematch() {
+        use Turn::{Shared, Whole};
+        // Twenty candidates beyond the cache in 250 ms: the default's first run takes 15 ms,
+        // its second 19, under 20 ms, so every candidate's first run is a warm-up. Whole runs
+        // would measure five candidates; three shared runs measure the rest. Shares put
+        // candidates 7, 4 and 2 ahead; whole, candidate 4 takes 14 ms, the others 19.
+        let whole = |i: usize| ms(if i == 4 { 14 } else { 19 });
+        let shared = |i: usize| {
+            ms(match i {
+                7 => 15,
+                4 => 16,
+                2 => 18,
+                _ => 19,
+            })
+        };
+        let mut trials = Trials::new(20, ms(250), Margin::BeyondCache, 4);
+        let (mut turns, mut choice, mut spent) = (Vec::new(), None, Duration::ZERO);
+        for took in [ms(15), ms(19)] {
+            assert_eq!(trials.next(), Some(Whole(0)));
+            choice = trials.record(0, took);
+            spent += took;
+        }
+        while let Some(turn) = trials.next() {
+            turns.push(turn);
+            let took = match turn {
+                Whole(i) => {
+                    choice = trials.record(i, whole(i));
+                    whole(i)
+                }
+                Shared(round) => {
+                    let times: Vec<Duration> =
+                        (0..4).map(|k| shared(trials.sharer(round, k))).collect();
+                    choice = trials.record_shared(round, &times, ms(19));
+                    ms(19)
+                }
+            };
+            spent += took;
+        }
+        // 91 ms spent after the shared runs leave room for eight runs of 19 ms: four kept for
+        // the rematch (a warm-up and a trial a side), two nominees with a warm-up and a trial
+        // each (candidate 2 is not timed), then the rematch, within the budget.
+        let whole_turns = [Whole(7), Whole(7), Whole(4), Whole(4)];
+        let rematch = [Whole(0), Whole(0), Whole(4), Whole(4)];
+        let expected = [
+            &[Shared(0), Shared(1), Shared(2)][..],
+            &whole_turns,
+            &rematch,
+        ]
+        .concat();
+        assert_eq!(turns, expected);
+        assert_eq!(choice, Some(4));
+        assert!(spent <= ms(250), "{spent:?}");
     }
 
     #[test]
