@@ -326,3 +326,35 @@ fn guarded_buffers_off_their_lines() {
         }
     }
 }
+
+#[test]
+fn line_tiles_stream_into_destinations_at_any_line_offset() {
+    // NCHW -> NCHW16c in f32 and NCHW -> NCHW8c in f64 (destination rows of one line each,
+    // one after another), on a target that streams from the first byte: the tiles stream
+    // whole lines, put together where the destination starts 16, 32 or 48 bytes into a line,
+    // and store ordinarily at other offsets.
+    let target = Target {
+        stream_min_bytes: 0,
+        ..Target::host()
+    };
+    let blocked = |channels: usize| {
+        let shape = [2, 16 / channels, channels, 1568];
+        let (src, dst) = (
+            Layout::row_major(&shape).unwrap(),
+            Layout::ordered(&shape, &[0, 1, 3, 2]).unwrap(),
+        );
+        let at = LineOffsets::default();
+        let plan = Plan::with_tactics_at(&src, &dst, 64 / channels, Tactics::default(), target, at)
+            .unwrap();
+        assert!(plan.to_string().contains("streaming whole lines"), "{plan}");
+        (src, dst)
+    };
+    let (src, dst) = blocked(16);
+    for d in offsets(4) {
+        check_at_on::<u32>(&src, &dst, LineOffsets { src: 0, dst: d }, 1, target);
+    }
+    let (src, dst) = blocked(8);
+    for d in offsets(8) {
+        check_at_on::<u64>(&src, &dst, LineOffsets { src: 8, dst: d }, 1, target);
+    }
+}
