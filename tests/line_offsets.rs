@@ -330,15 +330,16 @@ fn guarded_buffers_off_their_lines() {
 #[test]
 fn line_tiles_stream_into_destinations_at_any_line_offset() {
     // NCHW -> NCHW16c in f32 and NCHW -> NCHW8c in f64 (destination rows of one line each,
-    // one after another), on a target that streams from the first byte: the tiles stream
-    // whole lines, put together where the destination starts 16, 32 or 48 bytes into a line,
-    // and store ordinarily at other offsets.
+    // one after another; 2 and 4 MiB, so that buffers off a line get kernels planned for
+    // their offsets), on a target that streams from the first byte: the tiles stream whole
+    // lines, put together where the destination starts 16, 32 or 48 bytes into a line, and
+    // store ordinarily at other offsets.
     let target = Target {
         stream_min_bytes: 0,
         ..Target::host()
     };
     let blocked = |channels: usize| {
-        let shape = [2, 16 / channels, channels, 1568];
+        let shape = [4, 16 / channels, channels, 8192];
         let (src, dst) = (
             Layout::row_major(&shape).unwrap(),
             Layout::ordered(&shape, &[0, 1, 3, 2]).unwrap(),

@@ -196,10 +196,12 @@ pub enum TransposeWrite {
     /// them). Large writes [`Prefetched`](crate::plan::LargeWrites::Prefetched) write the
     /// in-place blocks of large destinations this way.
     Prefetched,
-    /// Each register tile straight to its place in the destination with streaming stores, a
-    /// whole cache line of each destination row at a time (tiles 64 bytes wide along `b`, of
-    /// 4- and 8-byte elements, where the CPU has AVX; elsewhere, and for the elements past the
-    /// whole tiles, stored as [`TransposeWrite::InPlace`] stores them).
+    /// Each register tile straight to its place in the destination with streaming stores of
+    /// whole cache lines (tiles 64 bytes wide along `b`, of 4- and 8-byte elements, where the
+    /// CPU has AVX): a line of each destination row at a time, or where the rows are a line
+    /// long and follow one another, the lines they cover, each put together from two rows
+    /// where the destination starts part-way into a line; elsewhere, and for the elements past
+    /// the whole tiles, stored as [`TransposeWrite::InPlace`] stores them.
     Streamed,
     /// The whole block into the staging buffer, one row per destination run, then the runs out
     /// one after another.

@@ -36,8 +36,8 @@
 //! against 0.76–0.77.
 //! [`BlockTranspose`] names the routines: one per element size and order of the tiles
 //! ([`Walk`](crate::plan::Walk)), and for 4- and 8-byte elements one more per order whose tiles
-//! are 64 bytes wide at the destination and stream each line whole ([`Lines`],
-//! [`TileStores::Streamed`]).
+//! are 64 bytes wide at the destination and stream whole lines ([`Lines`],
+//! [`TileStores::Streamed`], [`BandLines`]).
 
 use std::ops::Range;
 
@@ -71,10 +71,11 @@ pub(crate) enum TileStores {
     Cached,
     /// Streaming (non-temporal) stores of whole destination lines straight from registers
     /// ([`Lines`] tiles, for 4- and 8-byte elements where the CPU has AVX): no staging buffer,
-    /// no read of the destination for ownership. Where a band of tiles writes rows that follow
-    /// one another at a line or 16, 32 or 48 bytes into one, the lines they share are put
-    /// together and streamed ([`BandLines`]); other rows that do not start a line, and the
-    /// edges past the whole tiles, store ordinarily.
+    /// no read of the destination for ownership. Where a band of tiles writes rows of a line
+    /// that follow one another, from a line or 16, 32 or 48 bytes into one, the lines they
+    /// cover are streamed, put together from two rows off a line, and the band's first line
+    /// stored ordinarily ([`BandLines`]); other rows that do not start a line, and the edges
+    /// past the whole tiles, store ordinarily.
     Streamed,
     /// Ordinary stores, each destination row of a tile asking for the line
     /// [`AHEAD_BYTES`](super::hints::AHEAD_BYTES) further along that row to be read for writing
@@ -630,7 +631,8 @@ impl<const SIZE: usize> Lines<SIZE> {
     /// × 16 bytes into a line, through [`BandLines`].
     ///
     /// # Safety
-    /// As [`Tile::transpose_band`].
+    /// As [`Tile::transpose_band`]; `first.dst` must lie `QUARTERS` × 16 bytes into a cache
+    /// line and the destination rows [`LINE`] bytes apart.
     #[inline(always)]
     unsafe fn band_of_lines<const QUARTERS: usize>(first: TileAt, tiles: usize, src_step: isize) {
         let mut lines = BandLines::<QUARTERS>::new(first.dst);
@@ -654,7 +656,8 @@ impl<const SIZE: usize> Lines<SIZE> {
 /// (large allocations of glibc's `malloc` start 16 bytes past a page). Each whole line the
 /// rows cover (the last `QUARTERS` quarters of one row and the first of the next, put together
 /// in registers) is streamed; the band's first line, and its last where the rows end inside
-/// one, are stored ordinarily (the bands before and after it store the rest of those).
+/// one, are stored ordinarily (what else lies in those lines, the rows before and after the
+/// band or past the buffer, is left alone).
 ///
 /// Rows that do not start a line otherwise store ordinarily, each line read before it is
 /// written: on a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB f32, 16 bytes past a
@@ -685,8 +688,9 @@ impl<const QUARTERS: usize> BandLines<QUARTERS> {
     /// Stores the rows `left[k]` then `right[k]`, one after another.
     ///
     /// # Safety
-    /// Each row's 64 bytes, and the lines they lie in, must be valid for writes; the CPU must
-    /// have AVX.
+    /// The first row pushed must start where `self` was made, `QUARTERS` × 16 bytes into a
+    /// cache line (so that the lines streamed start lines), and every row's 64 bytes, each
+    /// row right after the one before, must be valid for writes; the CPU must have AVX.
     #[inline(always)]
     unsafe fn push_all<const N: usize>(
         &mut self,
@@ -708,8 +712,9 @@ impl<const QUARTERS: usize> BandLines<QUARTERS> {
     #[inline(always)]
     unsafe fn push(&mut self, left: std::arch::x86_64::__m256, right: std::arch::x86_64::__m256) {
         use std::arch::x86_64::*;
-        // SAFETY: the caller's promise; `line` starts a line (so both halves are 32-byte
-        // aligned); the first row's stores accept any alignment.
+        // SAFETY: the caller's promise; `line` starts a line (the caller's promise on where the
+        // rows start), so both halves are 32-byte aligned, and lies in this row and the one
+        // before; the first row's stores accept any alignment and stay in its row.
         unsafe {
             match self.last {
                 Some((last_left, last_right)) => {
