@@ -37,7 +37,8 @@
 //! [`BlockTranspose`] names the routines: one per element size and order of the tiles
 //! ([`Walk`](crate::plan::Walk)), and for 4- and 8-byte elements one more per order whose tiles
 //! are 64 bytes wide at the destination and stream whole lines ([`Lines`],
-//! [`TileStores::Streamed`], [`BandLines`]).
+//! [`TileStores::Streamed`], [`BandLines`]), in AVX-512's encoding where the CPU has it
+//! ([`transpose_block_evex`]).
 
 use std::ops::Range;
 
@@ -198,6 +199,12 @@ impl BlockTranspose {
         match encoding {
             Encoding::Baseline => Some(self.baseline()),
             #[cfg(target_arch = "x86_64")]
+            Encoding::Evex if Encoding::has_evex() && self.stores == TileStores::Streamed => Some(
+                instance!(transpose_block_evex, self, Lines<4>, Lines<8>, false),
+            ),
+            #[cfg(target_arch = "x86_64")]
+            Encoding::Evex => None,
+            #[cfg(target_arch = "x86_64")]
             Encoding::Vex if Encoding::has_wide_tiles() => Some(match self.stores {
                 TileStores::Cached => {
                     instance!(transpose_block_vex, self, Wide<4, false>, Wide<8, false>, false)
@@ -230,6 +237,10 @@ impl BlockTranspose {
 /// The instruction encodings the routines are compiled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Encoding {
+    /// AVX-512's encoding (EVEX) of [`Encoding::Vex`]'s instructions, for its 32 vector
+    /// registers: the line tiles' routines alone ([`transpose_block_evex`]).
+    #[cfg(target_arch = "x86_64")]
+    Evex,
     /// AVX's three-operand (VEX) encoding of the SSE2 shuffles, and AVX's 32-byte tiles of 4-
     /// and 8-byte elements ([`transpose_block_vex`]).
     #[cfg(target_arch = "x86_64")]
@@ -248,8 +259,16 @@ impl Encoding {
         return false;
     }
 
+    /// Whether the CPU runs [`Encoding::Evex`].
+    #[cfg(target_arch = "x86_64")]
+    fn has_evex() -> bool {
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl")
+    }
+
     /// Every encoding, the fastest first.
-    const PREFERRED: [Encoding; if cfg!(target_arch = "x86_64") { 2 } else { 1 }] = [
+    const PREFERRED: [Encoding; if cfg!(target_arch = "x86_64") { 3 } else { 1 }] = [
+        #[cfg(target_arch = "x86_64")]
+        Encoding::Evex,
         #[cfg(target_arch = "x86_64")]
         Encoding::Vex,
         Encoding::Baseline,
@@ -316,6 +335,26 @@ block_transpose_routine!(
     /// As [`transpose_block`]; the CPU must have AVX.
     #[target_feature(enable = "avx")]
     transpose_block_vex
+);
+
+#[cfg(target_arch = "x86_64")]
+block_transpose_routine!(
+    /// [`transpose_block_vex`] in AVX-512's encoding (EVEX), for the line tiles
+    /// ([`TileStores::Streamed`]) alone: its 32 vector registers hold a tile's rows and columns
+    /// without spilling them to the stack. Spilled, the rows wait there for their source loads,
+    /// and (as far as the runs tell) later loads whose addresses match a waiting spill's in their
+    /// low 12 bits wait too: on a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB f32
+    /// took 6.3–6.7 ms a run in AVX's encoding with the stack at some offsets in its page and
+    /// 1.0–1.7 ms at the others (a probe running the kernel at 90 stack depths), so that one
+    /// process in four to eight ran it at a fifth of its speed; in this encoding, 1.0–1.9 ms at
+    /// every offset. The other routines keep AVX's encoding: in this one the staged transposes
+    /// of 4- and 8-byte elements ran ten times slower (8000² f32 at 0.07 of memcpy against
+    /// 0.76–0.89, `relayout bench`), for a reason not looked into.
+    ///
+    /// # Safety
+    /// As [`transpose_block`]; the CPU must have AVX-512F and AVX-512VL.
+    #[target_feature(enable = "avx,avx2,avx512f,avx512vl")]
+    transpose_block_evex
 );
 
 /// One call's block.
