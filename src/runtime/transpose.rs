@@ -342,14 +342,16 @@ block_transpose_routine!(
     /// [`transpose_block_vex`] in AVX-512's encoding (EVEX), for the line tiles
     /// ([`TileStores::Streamed`]) alone: its 32 vector registers hold a tile's rows and columns
     /// without spilling them to the stack. Spilled, the rows wait there for their source loads,
-    /// and (as far as the runs tell) later loads whose addresses match a waiting spill's in their
-    /// low 12 bits wait too: on a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB f32
-    /// took 6.3–6.7 ms a run in AVX's encoding with the stack at some offsets in its page and
-    /// 1.0–1.7 ms at the others (a probe running the kernel at 90 stack depths), so that one
-    /// process in four to eight ran it at a fifth of its speed; in this encoding, 1.0–1.9 ms at
-    /// every offset. The other routines keep AVX's encoding: in this one the staged transposes
-    /// of 4- and 8-byte elements ran ten times slower (8000² f32 at 0.07 of memcpy against
-    /// 0.76–0.89, `relayout bench`), for a reason not looked into.
+    /// and (as far as the runs tell) later loads whose addresses match a waiting spill's in
+    /// their low 12 bits wait too: on a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB
+    /// f32 took 6.3–6.7 ms a run in AVX's encoding with the stack at some offsets in its page
+    /// and 1.0–1.7 ms at the others (a probe running the kernel at 90 stack depths), so that
+    /// one process in four to eight ran it at a fifth of its speed; in this encoding, 1.0–1.9
+    /// ms at every offset. It costs a little where AVX's did not spill in the way: in six
+    /// alternating `relayout bench nchw_to_nchw16c --no-tune` runs, 1.30–1.47 of memcpy against
+    /// 1.39–1.65 (none of those AVX runs slow). The other routines keep AVX's encoding: in this
+    /// one the staged transposes of 4- and 8-byte elements ran ten times slower (8000² f32 at
+    /// 0.07 of memcpy against 0.76–0.89, `relayout bench`), for a reason not looked into.
     ///
     /// # Safety
     /// As [`transpose_block`]; the CPU must have AVX-512F and AVX-512VL.
