@@ -340,18 +340,22 @@ block_transpose_routine!(
 #[cfg(target_arch = "x86_64")]
 block_transpose_routine!(
     /// [`transpose_block_vex`] in AVX-512's encoding (EVEX), for the line tiles
-    /// ([`TileStores::Streamed`]) alone: its 32 vector registers hold a tile's rows and columns
-    /// without spilling them to the stack. Spilled, the rows wait there for their source loads,
-    /// and (as far as the runs tell) later loads whose addresses match a waiting spill's in
-    /// their low 12 bits wait too: on a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB
-    /// f32 took 6.3–6.7 ms a run in AVX's encoding with the stack at some offsets in its page
-    /// and 1.0–1.7 ms at the others (a probe running the kernel at 90 stack depths), so that
-    /// one process in four to eight ran it at a fifth of its speed; in this encoding, 1.0–1.9
-    /// ms at every offset. It costs a little where AVX's did not spill in the way: in six
-    /// alternating `relayout bench nchw_to_nchw16c --no-tune` runs, 1.30–1.47 of memcpy against
-    /// 1.39–1.65 (none of those AVX runs slow). The other routines keep AVX's encoding: in this
-    /// one the staged transposes of 4- and 8-byte elements ran ten times slower (8000² f32 at
-    /// 0.07 of memcpy against 0.76–0.89, `relayout bench`), for a reason not looked into.
+    /// ([`TileStores::Streamed`]) alone. It came in for its 32 vector registers: the line tiles
+    /// first made their rows from two 8 × 8 tiles, and AVX's 16 registers spilled the source
+    /// rows to the stack, where they waited for their loads, and (as far as the runs tell)
+    /// later loads whose addresses matched a waiting spill's in their low 12 bits waited too: on
+    /// a 2-core AMD EPYC (Zen 4) VM, NCHW → NCHW16c of 24.5 MiB f32 took 6.3–6.7 ms a run in
+    /// AVX's encoding with the stack at some offsets in its page and 1.0–1.7 ms at the others (a
+    /// probe running the kernel at 90 stack depths), so that one process in four to eight ran
+    /// it at a fifth of its speed; in this encoding, 1.0–1.9 ms at every offset. The tiles now
+    /// make half their rows at a time ([`TileAt::line_halves_f32`]), which spills no rows in
+    /// either encoding, and this one still runs faster: in eight alternating `relayout bench
+    /// nchw_to_nchw16c --no-tune` runs, 1.37–1.69 of memcpy against 1.24–1.45 (the AVX build
+    /// keeps fewer of its 16 rows' addresses in general registers and reloads the rest from the
+    /// stack each tile; why the two differ is not known). The other routines keep AVX's
+    /// encoding: in this one the staged transposes of 4- and 8-byte elements ran ten times
+    /// slower (8000² f32 at 0.07 of memcpy against 0.76–0.89, `relayout bench`), for a reason
+    /// not looked into.
     ///
     /// # Safety
     /// As [`transpose_block`]; the CPU must have AVX-512F and AVX-512VL.
@@ -619,8 +623,9 @@ impl<const SIZE: usize, const ASK_AHEAD: bool> Tile for Wide<SIZE, ASK_AHEAD> {
 
 /// A tile of 64-byte destination rows, whole cache lines, streamed straight from registers: 8
 /// destination rows of 16 elements of 4 bytes, or 4 of 8 elements of 8 bytes, each row the
-/// columns of two [`Wide`] tiles (the top and bottom halves of the tile's source rows) stored
-/// side by side, so that each line is written whole by two consecutive streaming stores. A tile
+/// columns of the top and bottom halves of the tile's source rows side by side, made half the
+/// rows at a time ([`TileAt::line_halves_f32`]), so that each line is written whole by two
+/// consecutive streaming stores. A tile
 /// that stores only half a line (a [`Wide`] one) leaves the write-combining buffer to wait for
 /// the other half: on a 2-core Intel Xeon VM (family 6, model 167), a 2048 × 4096 f64
 /// transpose stored in place that way moved 8.7 GB/s at best, whole lines 10.5, and staged
@@ -640,9 +645,11 @@ impl<const SIZE: usize> Tile for Lines<SIZE> {
     unsafe fn transpose(at: TileAt) {
         // SAFETY: the caller's promise; each half of the tile lies in it.
         unsafe {
-            match SIZE {
-                4 => at.store_lines(at.columns_8x8_f32(), at.below(8).columns_8x8_f32()),
-                _ => at.store_lines(at.columns_4x4_f64(), at.below(4).columns_4x4_f64()),
+            for half in 0..2 {
+                match SIZE {
+                    4 => at.store_lines(half * 4, at.line_halves_f32(half)),
+                    _ => at.store_lines(half * 2, at.line_halves_f64(half)),
+                }
             }
         }
     }
@@ -681,9 +688,11 @@ impl<const SIZE: usize> Lines<SIZE> {
             let at = first.advanced(k as isize * src_step, (k * Self::A) as isize);
             // SAFETY: the caller's promise; each half of the tile lies in the band.
             unsafe {
-                match SIZE {
-                    4 => lines.push_all(at.columns_8x8_f32(), at.below(8).columns_8x8_f32()),
-                    _ => lines.push_all(at.columns_4x4_f64(), at.below(4).columns_4x4_f64()),
+                for half in 0..2 {
+                    match SIZE {
+                        4 => lines.push_all(at.line_halves_f32(half)),
+                        _ => lines.push_all(at.line_halves_f64(half)),
+                    }
                 }
             }
         }
@@ -735,8 +744,10 @@ impl<const QUARTERS: usize> BandLines<QUARTERS> {
     #[inline(always)]
     unsafe fn push_all<const N: usize>(
         &mut self,
-        left: [std::arch::x86_64::__m256; N],
-        right: [std::arch::x86_64::__m256; N],
+        (left, right): (
+            [std::arch::x86_64::__m256; N],
+            [std::arch::x86_64::__m256; N],
+        ),
     ) {
         for (left, right) in left.into_iter().zip(right) {
             // SAFETY: the caller's promise.
@@ -868,7 +879,7 @@ impl TileAt {
         }
     }
 
-    /// Stores destination row `k` (if it is one of the rows stored) as `left[k]` then
+    /// Stores destination row `first + k` (if it is one of the rows stored) as `left[k]` then
     /// `right[k]`: 64 bytes, streamed where the row starts a cache line, else stored ordinarily.
     ///
     /// # Safety
@@ -876,11 +887,14 @@ impl TileAt {
     #[inline(always)]
     unsafe fn store_lines<const N: usize>(
         self,
-        left: [std::arch::x86_64::__m256; N],
-        right: [std::arch::x86_64::__m256; N],
+        first: usize,
+        (left, right): (
+            [std::arch::x86_64::__m256; N],
+            [std::arch::x86_64::__m256; N],
+        ),
     ) {
         use std::arch::x86_64::*;
-        for (row, (left, right)) in left.into_iter().zip(right).enumerate() {
+        for (row, (left, right)) in (first..).zip(left.into_iter().zip(right)) {
             if row < self.first_row {
                 continue;
             }
@@ -913,6 +927,120 @@ impl TileAt {
         for (k, row) in rows.into_iter().enumerate() {
             // SAFETY: the caller's promise.
             unsafe { self.store::<ASK_AHEAD>(k as isize, row) };
+        }
+    }
+
+    /// Destination rows `4 * half` to `4 * half + 3` of a [`Lines`] tile of 4-byte elements:
+    /// each row's left half (source rows 0–7) and right half (rows 8–15).
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the 16 source rows of 8 elements.
+    #[inline(always)]
+    unsafe fn line_halves_f32(
+        self,
+        half: usize,
+    ) -> (
+        [std::arch::x86_64::__m256; 4],
+        [std::arch::x86_64::__m256; 4],
+    ) {
+        // SAFETY: the caller's promise.
+        unsafe {
+            (
+                self.columns_8x4_f32(half),
+                self.below(8).columns_8x4_f32(half),
+            )
+        }
+    }
+
+    /// Destination rows `2 * half` and `2 * half + 1` of a [`Lines`] tile of 8-byte elements:
+    /// each row's left half (source rows 0–3) and right half (rows 4–7).
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the 8 source rows of 4 elements.
+    #[inline(always)]
+    unsafe fn line_halves_f64(
+        self,
+        half: usize,
+    ) -> (
+        [std::arch::x86_64::__m256; 2],
+        [std::arch::x86_64::__m256; 2],
+    ) {
+        // SAFETY: the caller's promise.
+        unsafe {
+            (
+                self.columns_4x2_f64(half),
+                self.below(4).columns_4x2_f64(half),
+            )
+        }
+    }
+
+    /// 16 bytes of source row `low` in the low half of a vector and the same 16 bytes of row
+    /// `high` in its high half, `half` × 16 bytes into the rows.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the two rows.
+    #[inline(always)]
+    unsafe fn load_pair(self, low: isize, high: isize, half: usize) -> std::arch::x86_64::__m256 {
+        let at = |k: isize| {
+            let p = self.src.wrapping_offset(k * self.src_stride);
+            p.wrapping_add(half * 16).cast::<f32>()
+        };
+        // SAFETY: the caller's promise; the loads accept any alignment.
+        unsafe { std::arch::x86_64::_mm256_loadu2_m128(at(high), at(low)) }
+    }
+
+    /// Columns `4 * half` to `4 * half + 3` of 8 source rows of 4-byte elements, each column
+    /// one vector. Rows `k` and `k + 4` are loaded into the halves of one vector, so a 4 × 4
+    /// transpose within the halves (unpacks, then shuffles) finishes each column: 16 shuffles
+    /// for the 8 columns, where [`TileAt::columns_8x8_f32`] takes 24. Made four columns at a
+    /// time, a [`Lines`] tile's 16 rows and the 8 destination rows they fill do not all wait in
+    /// registers at once: in AVX's 16, the 8 × 8 tiles spilled source rows to the stack straight
+    /// after loading them, and with the stack at some offsets in its page NCHW → NCHW16c ran at a
+    /// fifth of its speed ([`transpose_block_evex`]'s docs); this way AVX's build took 1.1–2.1
+    /// ms a run at every one of 90 stack depths on a 2-core AMD EPYC (Zen 4) VM.
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the source rows.
+    #[inline(always)]
+    unsafe fn columns_8x4_f32(self, half: usize) -> [std::arch::x86_64::__m256; 4] {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's promise (AVX included).
+        unsafe {
+            let r: [__m256; 4] =
+                std::array::from_fn(|k| self.load_pair(k as isize, k as isize + 4, half));
+            let t = [
+                _mm256_unpacklo_ps(r[0], r[1]),
+                _mm256_unpackhi_ps(r[0], r[1]),
+                _mm256_unpacklo_ps(r[2], r[3]),
+                _mm256_unpackhi_ps(r[2], r[3]),
+            ];
+            [
+                _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+                _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+                _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+                _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+            ]
+        }
+    }
+
+    /// Columns `2 * half` and `2 * half + 1` of 4 source rows of 8-byte elements, each column
+    /// one vector, as [`TileAt::columns_8x4_f32`] makes them (rows `k` and `k + 2` in one
+    /// vector).
+    ///
+    /// # Safety
+    /// As [`Tile::transpose`], for the source rows.
+    #[inline(always)]
+    unsafe fn columns_4x2_f64(self, half: usize) -> [std::arch::x86_64::__m256; 2] {
+        use std::arch::x86_64::*;
+        // SAFETY: the caller's promise (AVX included).
+        unsafe {
+            let r: [__m256d; 2] = std::array::from_fn(|k| {
+                _mm256_castps_pd(self.load_pair(k as isize, k as isize + 2, half))
+            });
+            [
+                _mm256_castpd_ps(_mm256_unpacklo_pd(r[0], r[1])),
+                _mm256_castpd_ps(_mm256_unpackhi_pd(r[0], r[1])),
+            ]
         }
     }
 
