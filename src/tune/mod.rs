@@ -136,6 +136,19 @@ const FEWEST_CANDIDATES: usize = 2;
 /// 65 ms by default and in 276 ms with ordinary stores (the fifth candidate), so tuning it took
 /// 0.56 s against a 0.4 s budget before the room was kept (`relayout bench t2d_f64_8000`).
 const SLOWEST_CANDIDATE: u32 = 4;
+/// How many times as long as the default's fastest trial a candidate's fastest trial may take,
+/// beyond the cache ([`Margin::BeyondCache`]), before its other trials are skipped: such a
+/// candidate cannot come within the margin of the default, and beyond the cache each run
+/// reads and writes memory whatever ran before it (in it, a candidate timed after one that
+/// streamed past the cache may take a few runs to find its destination there, see
+/// [`MOST_TRIALS`]). On a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 256 channels (49 MiB)
+/// ran in 3.5–6.7 ms a run with most candidates, in 10 ms with 256-byte runs in 8 KiB blocks and
+/// in 48–50 ms with the tiles streamed straight out ([`Blocking::STREAMED_TILES`]); their four
+/// runs each spent 150–200 ms of the tuning's 400, which measured eight candidates, and
+/// fourteen in the same time once they stopped after a trial.
+///
+/// [`Blocking::STREAMED_TILES`]: crate::plan::Blocking::STREAMED_TILES
+const HOPELESS: u32 = 2;
 /// Runs at least this long move hundreds of MiB, much more than a last-level cache holds, so
 /// what the run before left in the caches hardly matters: each candidate's first run counts too
 /// (except the default's, the caller's very first run, which may touch fresh pages).
@@ -167,7 +180,9 @@ const MOST_NOMINEES: usize = 3;
 /// every candidate where the budget allows, else one each, else one of as many candidates as fit,
 /// taken in their order (the candidates come ranked, the default first), and never fewer than
 /// two candidates; it keeps room for one run of the slowest candidate ([`SLOWEST_CANDIDATE`]),
-/// and measuring stops once another run would overrun the budget. Beyond the cache, where that
+/// and measuring stops once another run would overrun the budget. Beyond the cache, a candidate
+/// whose trial takes more than twice as long as the default's fastest makes no more
+/// ([`HOPELESS`]). Beyond the cache, where that
 /// leaves candidates unmeasured, runs may be shared instead ([`Rounds`]): the default beside a
 /// group of candidates, each on a share of the tensor, and up to three that ran faster than it
 /// then timed whole ([`MOST_NOMINEES`]).
@@ -292,7 +307,7 @@ impl Trials {
                 .find(|&i| self.times[i].len() <= self.untimed(i))
                 .map(Turn::Whole),
             None => (0..self.measured)
-                .find(|&i| self.times[i].len() < self.runs(i))
+                .find(|&i| !self.has_run(i))
                 .map(Turn::Whole),
         }
     }
@@ -441,15 +456,18 @@ impl Trials {
     /// fastest trial; after shared runs, for the default the faster of that and its best time
     /// in them (scaled to the whole tensor), and for others only if they were nominees.
     fn chosen_on(&self, i: usize) -> Option<Duration> {
-        let fastest = |c: usize| {
-            let counted = self.times.get(c)?.get(self.untimed(c)..)?;
-            counted.iter().min().copied()
-        };
+        let fastest = |c: usize| self.fastest_trial(c);
         match &self.rounds {
             None => fastest(i).filter(|_| i < self.measured),
             Some(rounds) if i == 0 => [fastest(0), rounds.default].into_iter().flatten().min(),
             Some(rounds) => fastest(i).filter(|_| rounds.nominees.contains(&i)),
         }
+    }
+
+    /// Candidate `i`'s fastest trial in whole runs, if it has one.
+    fn fastest_trial(&self, i: usize) -> Option<Duration> {
+        let counted = self.times.get(i)?.get(self.untimed(i)..)?;
+        counted.iter().min().copied()
     }
 
     /// How long the runs so far took: whole and shared.
@@ -474,13 +492,28 @@ impl Trials {
         self.untimed(i) + self.trials
     }
 
+    /// Whether candidate `i` has made its runs: all of them, or enough to show it cannot win
+    /// ([`Trials::hopeless`]).
+    fn has_run(&self, i: usize) -> bool {
+        self.times[i].len() >= self.runs(i) || self.hopeless(i)
+    }
+
+    /// Whether candidate `i`, another than the default, has trials beyond the cache and the
+    /// fastest of them takes more than [`HOPELESS`] times as long as the default's fastest.
+    fn hopeless(&self, i: usize) -> bool {
+        match (self.fastest_trial(i), self.fastest_trial(0)) {
+            (Some(trial), Some(default)) => {
+                i != 0 && self.margin == Margin::BeyondCache && trial > default * HOPELESS
+            }
+            _ => false,
+        }
+    }
+
     /// Once another run would overrun the budget: no candidate beyond those whose runs are all
     /// in, unless that leaves fewer than two (slower candidates than the run that fitted the
     /// budget foretold spend it early).
     fn stop_measuring(&mut self) {
-        let done = (0..self.measured)
-            .take_while(|&i| self.times[i].len() >= self.runs(i))
-            .count();
+        let done = (0..self.measured).take_while(|&i| self.has_run(i)).count();
         self.measured = done.max(FEWEST_CANDIDATES.min(self.times.len()));
         // After shared runs, no nominee beyond those timed, unless none is (a nominee's
         // untimed runs are its warm-up's, as for any candidate but the default).
@@ -722,7 +755,16 @@ mod tests {
         budget: Duration,
         times: &[[u64; N]],
     ) -> (Vec<usize>, Option<usize>) {
-        let mut trials = Trials::new(times.len(), budget, Margin::InCache, 0);
+        tune_with(Margin::InCache, budget, times)
+    }
+
+    /// [`tune_within`] with `margin`.
+    fn tune_with<const N: usize>(
+        margin: Margin,
+        budget: Duration,
+        times: &[[u64; N]],
+    ) -> (Vec<usize>, Option<usize>) {
+        let mut trials = Trials::new(times.len(), budget, margin, 0);
         let (mut order, mut runs, mut choice) = (Vec::new(), vec![0; times.len()], None);
         let mut rematched = false;
         while let Some(Turn::Whole(i)) = trials.next() {
@@ -841,6 +883,29 @@ mod tests {
             Margin::InCache
         );
         assert_eq!(Margin::for_bytes(mib, mib, usize::MAX), Margin::InCache);
+    }
+
+    #[test]
+    fn beyond_the_cache_a_candidate_twice_as_slow_as_the_default_makes_one_trial() {
+        let each = |i| vec![i; RUNS];
+        // Three times as long as the default: its warm-up and one trial, no more; half as long
+        // again: all its runs.
+        let (order, choice) = tune_with(Margin::BeyondCache, AMPLE, &[[10], [30], [15]]);
+        assert_eq!(order, [each(0), vec![1, 1], each(2)].concat());
+        assert_eq!(choice, Some(0));
+        // Twice as long: all its runs.
+        let (order, _) = tune_with(Margin::BeyondCache, AMPLE, &[[10], [20]]);
+        assert_eq!(order, [each(0), each(1)].concat());
+        // In the cache, all its runs: it may take a few to find its destination there (and
+        // leading, it runs again beside the default).
+        let (order, choice) =
+            tune_with(Margin::InCache, AMPLE, &[[10, 10, 10, 10], [40, 40, 40, 8]]);
+        assert_eq!(order, [each(0), each(1), each(0), each(1)].concat());
+        assert_eq!(choice, Some(1));
+        // A slow trial after a fast one does not stop a candidate, and a fast one still wins.
+        let (order, choice) = tune_with(Margin::BeyondCache, AMPLE, &[[10, 10, 10], [9, 5, 30]]);
+        assert_eq!(order, [each(0), each(1), each(0), each(1)].concat());
+        assert_eq!(choice, Some(1));
     }
 
     #[test]
