@@ -142,8 +142,8 @@ const SLOWEST_CANDIDATE: u32 = 4;
 /// reads and writes memory whatever ran before it (in it, a candidate timed after one that
 /// streamed past the cache may take a few runs to find its destination there, see
 /// [`MOST_TRIALS`]). On a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 256 channels (49 MiB)
-/// ran in 3.5–6.7 ms a run with most candidates, in 10 ms with 256-byte runs in 8 KiB blocks and
-/// in 48–50 ms with the tiles streamed straight out ([`Blocking::STREAMED_TILES`]); their four
+/// ran in 3.5–6.7 ms a run with most candidates, in 10 ms with ordinary stores that ask for
+/// lines ahead and in 48–50 ms with the tiles streamed straight out ([`Blocking::STREAMED_TILES`]); their four
 /// runs each spent 150–200 ms of the tuning's 400, which measured eight candidates, and
 /// fourteen in the same time once they stopped after a trial.
 ///
