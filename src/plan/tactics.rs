@@ -815,9 +815,7 @@ impl Tactics {
     /// others reached 1.03–1.09; ranked after the 128-byte runs, so that the budget of the
     /// largest transposes, a few runs, still reaches those: ranked before them, it took 8192²
     /// f32 from 0.72 of memcpy to 0.52–0.58, tuned); then runs of 512 bytes along the source
-    /// rows, which most often beat the default for f64 on the Zen 4 VM; then register tiles
-    /// streamed straight to the destination in runs of 256 bytes across the source rows
-    /// ([`Blocking::STREAMED_TILES`]); then the default with
+    /// rows, which most often beat the default for f64 on the Zen 4 VM; then the default with
     /// ordinary stores for copies and zips (and tiles stored in place, fitted to the
     /// destination's rows, for transposes: where no transpose is involved, the only
     /// alternative, as the others plan what the default plans); then runs of 512 bytes across
@@ -835,7 +833,15 @@ impl Tactics {
     /// ordinary stores and 10.9 streamed, where the source and destination stayed in its
     /// cache from one run to the next (`relayout bench`, one run each); and the prefetched
     /// stores in the destination's order (XLA's `T(8,128)` f32 tiles at 1.16–1.19 of memcpy on
-    /// the model-85 Xeon, against 1.11 in the source's order).
+    /// the model-85 Xeon, against 1.11 in the source's order); and at the very last, register
+    /// tiles streamed straight to the destination in runs of 256 bytes across the source rows
+    /// ([`Blocking::STREAMED_TILES`]), the fastest for a 2048 × 4096 f64 transpose on the
+    /// model-167 Xeon, and at 0.08–0.11 of memcpy the slowest of all for every large transpose
+    /// measured on a 2-core AMD EPYC (Zen 4) VM (`relayout bench --candidates`: that f64
+    /// transpose, 8000² f32, NCHW → NHWC of 256 channels, the (0,2,1) permutation): ranked
+    /// ninth, its one run of the 8000² f32 transpose (250–280 ms) took tuning past half a
+    /// second (0.49–0.52 s); last, it is measured where the budget reaches every candidate
+    /// (the 64 MiB f64 transpose's runs take about 6 ms).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
     pub const CANDIDATES: [Tactics; 25] = [
@@ -847,7 +853,6 @@ impl Tactics {
         Tactics::fixed(Blocking::STREAMED_256_NARROW),
         Tactics::fitted(LargeWrites::Prefetched),
         Tactics::fixed(Blocking::STREAMED_512),
-        Tactics::fixed(Blocking::STREAMED_TILES),
         Tactics::fitted(LargeWrites::Stored),
         Tactics::fixed(Blocking::STREAMED_512.across()),
         Tactics::fixed(Blocking::STREAMED_512).ordered(LoopOrder::Destination),
@@ -873,6 +878,7 @@ impl Tactics {
         Tactics::fixed(Blocking::STREAMED_256_AHEAD),
         Tactics::fitted(LargeWrites::Stored).ordered(LoopOrder::Source),
         Tactics::fitted(LargeWrites::Prefetched).ordered(LoopOrder::Destination),
+        Tactics::fixed(Blocking::STREAMED_TILES),
     ];
 
     /// Fitted tiling, large destinations written as `large_writes` says, loops in the fitted
