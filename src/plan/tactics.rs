@@ -824,7 +824,7 @@ impl Tactics {
     /// short source rows); the default in the source's order; then the rest: runs of 1 KiB along
     /// and across, 256-byte runs in 4 KiB and 16 KiB blocks stored in place, no macro blocks, in
     /// the destination's order 1 KiB runs, the default, and the default with ordinary stores,
-    /// and last 256-byte runs in 8 KiB blocks prefetched three blocks ahead
+    /// then 256-byte runs in 8 KiB blocks prefetched three blocks ahead
     /// ([`Blocking::STREAMED_256_AHEAD`], the default for 8-byte elements whose source rows are
     /// far apart, and on the Zen 4 VM sometimes faster for f32 ones too), and the default with
     /// ordinary stores in the source's order: where source and destination together fit in
@@ -839,8 +839,8 @@ impl Tactics {
     /// model-167 Xeon, and at 0.08–0.11 of memcpy the slowest of all for every large transpose
     /// measured on a 2-core AMD EPYC (Zen 4) VM (`relayout bench --candidates`: that f64
     /// transpose, 8000² f32, NCHW → NHWC of 256 channels, the (0,2,1) permutation): ranked
-    /// ninth, its one run of the 8000² f32 transpose (250–280 ms) took tuning past half a
-    /// second (0.49–0.52 s); last, it is measured where the budget reaches every candidate
+    /// ninth, its one run of the 8000² f32 transpose (250–280 ms) took tuning to 0.49–0.52 s;
+    /// last, it is measured where the budget reaches every candidate
     /// (the 64 MiB f64 transpose's runs take about 6 ms).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget

@@ -349,7 +349,7 @@ block_transpose_routine!(
     /// probe running the kernel at 90 stack depths), so that one process in four to eight ran
     /// it at a fifth of its speed; in this encoding, 1.0–1.9 ms at every offset. The tiles now
     /// make half their rows at a time ([`TileAt::line_halves_f32`]), which spills no rows in
-    /// either encoding, and this one still runs faster: in eight alternating `relayout bench
+    /// either encoding, and this one runs faster: in eight alternating `relayout bench
     /// nchw_to_nchw16c --no-tune` runs, 1.37–1.69 of memcpy against 1.24–1.45 (the AVX build
     /// keeps fewer of its 16 rows' addresses in general registers and reloads the rest from the
     /// stack each tile; why the two differ is not known). The other routines keep AVX's
@@ -622,17 +622,16 @@ impl<const SIZE: usize, const ASK_AHEAD: bool> Tile for Wide<SIZE, ASK_AHEAD> {
 }
 
 /// A tile of 64-byte destination rows, whole cache lines, streamed straight from registers: 8
-/// destination rows of 16 elements of 4 bytes, or 4 of 8 elements of 8 bytes, each row the
-/// columns of the top and bottom halves of the tile's source rows side by side, made half the
-/// rows at a time ([`TileAt::line_halves_f32`]), so that each line is written whole by two
-/// consecutive streaming stores. A tile
-/// that stores only half a line (a [`Wide`] one) leaves the write-combining buffer to wait for
-/// the other half: on a 2-core Intel Xeon VM (family 6, model 167), a 2048 × 4096 f64
-/// transpose stored in place that way moved 8.7 GB/s at best, whole lines 10.5, and staged
-/// blocks streamed out 8.3 (`relayout bench` with a tuning file per blocking, runs of 128 to 512
-/// bytes in blocks of 4 to 16 KiB). Square tiles of whole lines (16 × 16 f32, 8 × 8 f64, two
-/// such bands) ran f64 as fast and f32 no faster (4096 × 11008 f32: 1.08–1.12 of memcpy against
-/// 1.12–1.24).
+/// destination rows of 16 elements of 4 bytes, or 4 of 8 elements of 8 bytes, each row the columns
+/// of the top and bottom halves of the tile's source rows side by side, made half the rows at a
+/// time ([`TileAt::line_halves_f32`]), so that each line is written whole by two consecutive
+/// streaming stores. A tile that stores only half a line (a [`Wide`] one) leaves the
+/// write-combining buffer to wait for the other half: on a 2-core Intel Xeon VM (family 6, model
+/// 167), a 2048 × 4096 f64 transpose stored in place that way moved 8.7 GB/s at best, whole lines
+/// 10.5, and staged blocks streamed out 8.3 (`relayout bench` with a tuning file per blocking, runs
+/// of 128 to 512 bytes in blocks of 4 to 16 KiB). Square tiles of whole lines (16 × 16 f32, 8 × 8
+/// f64, two such bands) ran f64 as fast and f32 no faster (4096 × 11008 f32: 1.08–1.12 of memcpy
+/// against 1.12–1.24).
 #[cfg(target_arch = "x86_64")]
 struct Lines<const SIZE: usize>;
 
@@ -643,7 +642,8 @@ impl<const SIZE: usize> Tile for Lines<SIZE> {
 
     #[inline(always)]
     unsafe fn transpose(at: TileAt) {
-        // SAFETY: the caller's promise; each half of the tile lies in it.
+        // SAFETY: the caller's promise; `half` is 0 or 1, and the rows stored, `first` on,
+        // are the tile's.
         unsafe {
             for half in 0..2 {
                 match SIZE {
@@ -686,7 +686,7 @@ impl<const SIZE: usize> Lines<SIZE> {
         let mut lines = BandLines::<QUARTERS>::new(first.dst);
         for k in 0..tiles {
             let at = first.advanced(k as isize * src_step, (k * Self::A) as isize);
-            // SAFETY: the caller's promise; each half of the tile lies in the band.
+            // SAFETY: the caller's promise; `half` is 0 or 1, and each tile lies in the band.
             unsafe {
                 for half in 0..2 {
                     match SIZE {
@@ -883,7 +883,8 @@ impl TileAt {
     /// `right[k]`: 64 bytes, streamed where the row starts a cache line, else stored ordinarily.
     ///
     /// # Safety
-    /// As [`Tile::transpose`], for 64-byte destination rows.
+    /// As [`Tile::transpose`], for 64-byte destination rows; `first + N` must not exceed the
+    /// tile's destination rows.
     #[inline(always)]
     unsafe fn store_lines<const N: usize>(
         self,
@@ -934,7 +935,7 @@ impl TileAt {
     /// each row's left half (source rows 0–7) and right half (rows 8–15).
     ///
     /// # Safety
-    /// As [`Tile::transpose`], for the 16 source rows of 8 elements.
+    /// As [`Tile::transpose`], for the 16 source rows of 8 elements; `half` must be 0 or 1.
     #[inline(always)]
     unsafe fn line_halves_f32(
         self,
@@ -956,7 +957,7 @@ impl TileAt {
     /// each row's left half (source rows 0–3) and right half (rows 4–7).
     ///
     /// # Safety
-    /// As [`Tile::transpose`], for the 8 source rows of 4 elements.
+    /// As [`Tile::transpose`], for the 8 source rows of 4 elements; `half` must be 0 or 1.
     #[inline(always)]
     unsafe fn line_halves_f64(
         self,
@@ -974,52 +975,37 @@ impl TileAt {
         }
     }
 
-    /// 16 bytes of source row `low` in the low half of a vector and the same 16 bytes of row
-    /// `high` in its high half, `half` × 16 bytes into the rows.
+    /// The 16 bytes `half` × 16 bytes into source row `low` in the low half of a vector and the
+    /// same bytes of row `high` in its high half.
     ///
     /// # Safety
-    /// As [`Tile::transpose`], for the two rows.
+    /// As [`Tile::transpose`], for the two rows, each 32 bytes long; `half` must be 0 or 1.
     #[inline(always)]
-    unsafe fn load_pair(self, low: isize, high: isize, half: usize) -> std::arch::x86_64::__m256 {
-        let at = |k: isize| {
-            let p = self.src.wrapping_offset(k * self.src_stride);
-            p.wrapping_add(half * 16).cast::<f32>()
-        };
-        // SAFETY: the caller's promise; the loads accept any alignment.
+    unsafe fn load_pair(self, low: usize, high: usize, half: usize) -> std::arch::x86_64::__m256 {
+        let at = |row: usize| self.below(row).src.wrapping_add(half * 16).cast::<f32>();
+        // SAFETY: the caller's promise: each 16 bytes lie in their row; the loads accept any
+        // alignment.
         unsafe { std::arch::x86_64::_mm256_loadu2_m128(at(high), at(low)) }
     }
 
     /// Columns `4 * half` to `4 * half + 3` of 8 source rows of 4-byte elements, each column
     /// one vector. Rows `k` and `k + 4` are loaded into the halves of one vector, so a 4 × 4
-    /// transpose within the halves (unpacks, then shuffles) finishes each column: 16 shuffles
-    /// for the 8 columns, where [`TileAt::columns_8x8_f32`] takes 24. Made four columns at a
-    /// time, a [`Lines`] tile's 16 rows and the 8 destination rows they fill do not all wait in
-    /// registers at once: in AVX's 16, the 8 × 8 tiles spilled source rows to the stack straight
-    /// after loading them, and with the stack at some offsets in its page NCHW → NCHW16c ran at a
+    /// transpose within the halves ([`columns_within_halves_f32`]) finishes each column: 16
+    /// shuffles and 8 loads into high halves for the 8 columns, where
+    /// [`TileAt::columns_8x8_f32`] takes 24 shuffles. Made four columns at a time, a [`Lines`]
+    /// tile's 16 rows and the 8 destination rows they fill do not all wait in registers at
+    /// once: in AVX's 16, the 8 × 8 tiles spilled source rows to the stack straight after
+    /// loading them, and with the stack at some offsets in its page NCHW → NCHW16c ran at a
     /// fifth of its speed ([`transpose_block_evex`]'s docs); this way AVX's build took 1.1–2.1
     /// ms a run at every one of 90 stack depths on a 2-core AMD EPYC (Zen 4) VM.
     ///
     /// # Safety
-    /// As [`Tile::transpose`], for the source rows.
+    /// As [`Tile::transpose`], for the source rows; `half` must be 0 or 1.
     #[inline(always)]
     unsafe fn columns_8x4_f32(self, half: usize) -> [std::arch::x86_64::__m256; 4] {
-        use std::arch::x86_64::*;
         // SAFETY: the caller's promise (AVX included).
         unsafe {
-            let r: [__m256; 4] =
-                std::array::from_fn(|k| self.load_pair(k as isize, k as isize + 4, half));
-            let t = [
-                _mm256_unpacklo_ps(r[0], r[1]),
-                _mm256_unpackhi_ps(r[0], r[1]),
-                _mm256_unpacklo_ps(r[2], r[3]),
-                _mm256_unpackhi_ps(r[2], r[3]),
-            ];
-            [
-                _mm256_shuffle_ps::<0x44>(t[0], t[2]),
-                _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
-                _mm256_shuffle_ps::<0x44>(t[1], t[3]),
-                _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
-            ]
+            columns_within_halves_f32(std::array::from_fn(|k| self.load_pair(k, k + 4, half)))
         }
     }
 
@@ -1028,19 +1014,14 @@ impl TileAt {
     /// vector).
     ///
     /// # Safety
-    /// As [`Tile::transpose`], for the source rows.
+    /// As [`Tile::transpose`], for the source rows; `half` must be 0 or 1.
     #[inline(always)]
     unsafe fn columns_4x2_f64(self, half: usize) -> [std::arch::x86_64::__m256; 2] {
         use std::arch::x86_64::*;
         // SAFETY: the caller's promise (AVX included).
         unsafe {
-            let r: [__m256d; 2] = std::array::from_fn(|k| {
-                _mm256_castps_pd(self.load_pair(k as isize, k as isize + 2, half))
-            });
-            [
-                _mm256_castpd_ps(_mm256_unpacklo_pd(r[0], r[1])),
-                _mm256_castpd_ps(_mm256_unpackhi_pd(r[0], r[1])),
-            ]
+            let r = std::array::from_fn(|k| _mm256_castps_pd(self.load_pair(k, k + 2, half)));
+            columns_within_halves_f64(r).map(|column| _mm256_castpd_ps(column))
         }
     }
 
@@ -1054,25 +1035,13 @@ impl TileAt {
         // SAFETY: the caller's promise (AVX included).
         unsafe {
             let r: [__m256; 8] = std::array::from_fn(|k| self.load(k as isize));
-            // Pairs of rows interleaved by elements, within each half.
-            let t: [__m256; 8] = std::array::from_fn(|k| match k % 2 {
-                0 => _mm256_unpacklo_ps(r[k], r[k + 1]),
-                _ => _mm256_unpackhi_ps(r[k - 1], r[k]),
-            });
-            // Pairs of those interleaved by two elements: within each half, row `4q + c` holds
-            // column `c` of rows `4q` to `4q + 3`.
-            let u: [__m256; 8] = std::array::from_fn(|k| {
-                let (q, c) = (k / 4 * 4, k % 4);
-                let (x, y) = (t[q + c / 2], t[q + 2 + c / 2]);
-                match c % 2 {
-                    0 => _mm256_shuffle_ps::<0x44>(x, y),
-                    _ => _mm256_shuffle_ps::<0xEE>(x, y),
-                }
-            });
+            // Within each half, column `c` of rows 0–3, then of rows 4–7.
+            let top = columns_within_halves_f32([r[0], r[1], r[2], r[3]]);
+            let bottom = columns_within_halves_f32([r[4], r[5], r[6], r[7]]);
             // Column `c` (and `c + 4` in the high halves) of the top and bottom four rows.
             std::array::from_fn(|k| match k {
-                0..4 => _mm256_permute2f128_ps::<0x20>(u[k], u[k + 4]),
-                _ => _mm256_permute2f128_ps::<0x31>(u[k - 4], u[k]),
+                0..4 => _mm256_permute2f128_ps::<0x20>(top[k], bottom[k]),
+                _ => _mm256_permute2f128_ps::<0x31>(top[k - 4], bottom[k - 4]),
             })
         }
     }
@@ -1087,20 +1056,68 @@ impl TileAt {
         // SAFETY: the caller's promise (AVX included).
         unsafe {
             let r: [__m256d; 4] = std::array::from_fn(|k| _mm256_castps_pd(self.load(k as isize)));
-            // Pairs of rows interleaved, within each half: columns 0 and 2, then 1 and 3.
-            let t: [__m256d; 4] = std::array::from_fn(|k| match k % 2 {
-                0 => _mm256_unpacklo_pd(r[k], r[k + 1]),
-                _ => _mm256_unpackhi_pd(r[k - 1], r[k]),
-            });
+            // Within each half, column `c` of rows 0–1, then of rows 2–3.
+            let top = columns_within_halves_f64([r[0], r[1]]);
+            let bottom = columns_within_halves_f64([r[2], r[3]]);
             // Column `c` (and `c + 2` in the high halves) of the top and bottom two rows.
             std::array::from_fn(|k| {
                 let column = match k {
-                    0..2 => _mm256_permute2f128_pd::<0x20>(t[k], t[k + 2]),
-                    _ => _mm256_permute2f128_pd::<0x31>(t[k - 2], t[k]),
+                    0..2 => _mm256_permute2f128_pd::<0x20>(top[k], bottom[k]),
+                    _ => _mm256_permute2f128_pd::<0x31>(top[k - 2], bottom[k - 2]),
                 };
                 _mm256_castpd_ps(column)
             })
         }
+    }
+}
+
+/// Within each 16-byte half of the vectors: column `c` of the four rows `r` of 4-byte
+/// elements as vector `c` (unpacks, then shuffles: 8 of them).
+///
+/// # Safety
+/// The CPU must have AVX.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn columns_within_halves_f32(
+    r: [std::arch::x86_64::__m256; 4],
+) -> [std::arch::x86_64::__m256; 4] {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's promise.
+    unsafe {
+        // Pairs of rows interleaved by elements.
+        let t = [
+            _mm256_unpacklo_ps(r[0], r[1]),
+            _mm256_unpackhi_ps(r[0], r[1]),
+            _mm256_unpacklo_ps(r[2], r[3]),
+            _mm256_unpackhi_ps(r[2], r[3]),
+        ];
+        // Pairs of those interleaved by two elements.
+        [
+            _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+            _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+            _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+            _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+        ]
+    }
+}
+
+/// Within each 16-byte half of the vectors: column `c` of the two rows `r` of 8-byte elements
+/// as vector `c` (two unpacks).
+///
+/// # Safety
+/// The CPU must have AVX.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn columns_within_halves_f64(
+    r: [std::arch::x86_64::__m256d; 2],
+) -> [std::arch::x86_64::__m256d; 2] {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's promise.
+    unsafe {
+        [
+            _mm256_unpacklo_pd(r[0], r[1]),
+            _mm256_unpackhi_pd(r[0], r[1]),
+        ]
     }
 }
 

@@ -138,14 +138,15 @@ const FEWEST_CANDIDATES: usize = 2;
 const SLOWEST_CANDIDATE: u32 = 4;
 /// How many times as long as the default's fastest trial a candidate's fastest trial may take,
 /// beyond the cache ([`Margin::BeyondCache`]), before its other trials are skipped: such a
-/// candidate cannot come within the margin of the default, and beyond the cache each run
-/// reads and writes memory whatever ran before it (in it, a candidate timed after one that
-/// streamed past the cache may take a few runs to find its destination there, see
+/// candidate is not expected to come within the margin of the default, and beyond the cache
+/// each run reads and writes memory whatever ran before it (in it, a candidate timed after one
+/// that streamed past the cache may take a few runs to find its destination there, see
 /// [`MOST_TRIALS`]). On a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 256 channels (49 MiB)
 /// ran in 3.5–6.7 ms a run with most candidates, in 10 ms with ordinary stores that ask for
-/// lines ahead and in 48–50 ms with the tiles streamed straight out ([`Blocking::STREAMED_TILES`]); their four
-/// runs each spent 150–200 ms of the tuning's 400, which measured eight candidates, and
-/// fourteen in the same time once they stopped after a trial.
+/// lines ahead and in 48–50 ms with the tiles streamed straight out
+/// ([`Blocking::STREAMED_TILES`]); the runs of those two (four to six each) spent 200–240 ms
+/// of the tuning's 400, which measured eight candidates, and fourteen in the same time once
+/// they stopped after a trial.
 ///
 /// [`Blocking::STREAMED_TILES`]: crate::plan::Blocking::STREAMED_TILES
 const HOPELESS: u32 = 2;
@@ -180,12 +181,11 @@ const MOST_NOMINEES: usize = 3;
 /// every candidate where the budget allows, else one each, else one of as many candidates as fit,
 /// taken in their order (the candidates come ranked, the default first), and never fewer than
 /// two candidates; it keeps room for one run of the slowest candidate ([`SLOWEST_CANDIDATE`]),
-/// and measuring stops once another run would overrun the budget. Beyond the cache, a candidate
-/// whose trial takes more than twice as long as the default's fastest makes no more
-/// ([`HOPELESS`]). Beyond the cache, where that
+/// and measuring stops once another run would overrun the budget. Beyond the cache, where that
 /// leaves candidates unmeasured, runs may be shared instead ([`Rounds`]): the default beside a
 /// group of candidates, each on a share of the tensor, and up to three that ran faster than it
-/// then timed whole ([`MOST_NOMINEES`]).
+/// then timed whole ([`MOST_NOMINEES`]). Beyond the cache too, a candidate whose trial takes
+/// more than twice as long as the default's fastest makes no more ([`HOPELESS`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Trials {
     times: Vec<Vec<Duration>>,
@@ -287,9 +287,9 @@ impl Trials {
         }
     }
 
-    /// What the next run does: a whole run of the first measured candidate short of its runs,
-    /// so that each candidate's runs follow one another, or the next shared run; `None` once
-    /// every run is made.
+    /// What the next run does: a whole run of the first measured candidate that has not made
+    /// its runs ([`Trials::has_run`]), so that each candidate's runs follow one another, or the
+    /// next shared run; `None` once every run is made.
     pub(crate) fn next(&self) -> Option<Turn> {
         if let Some(rematch) = &self.rematch {
             return [0, rematch.challenger]
@@ -378,13 +378,13 @@ impl Trials {
         rounds.nominees.is_empty().then_some(0)
     }
 
-    /// Records a whole run of candidate `i`; once every measured candidate has its runs (after
-    /// shared runs: once their nominees have theirs), returns the one with the fastest single
-    /// trial (its runs but an untimed first), the earliest on a tie, if it beats the default's
-    /// fastest trial (after shared runs, the faster of that and the default's best there) by
-    /// its [`Margin`], else the default. Where that is another candidate than the default and
-    /// the budget has room for it, the two are run again first ([`Rematch`]), and the choice
-    /// follows those runs.
+    /// Records a whole run of candidate `i`; once every measured candidate has made its runs
+    /// ([`Trials::has_run`]; after shared runs: once their nominees have theirs), returns the one
+    /// with the fastest single trial (its runs but an untimed first), the earliest on a tie, if it
+    /// beats the default's fastest trial (after shared runs, the faster of that and the default's
+    /// best there) by its [`Margin`], else the default. Where that is another candidate than the
+    /// default and the budget has room for it, the two are run again first ([`Rematch`]), and the
+    /// choice follows those runs.
     pub(crate) fn record(&mut self, i: usize, took: Duration) -> Option<usize> {
         if self.rematch.is_some() {
             return self.record_rematch(i, took);
@@ -456,11 +456,15 @@ impl Trials {
     /// fastest trial; after shared runs, for the default the faster of that and its best time
     /// in them (scaled to the whole tensor), and for others only if they were nominees.
     fn chosen_on(&self, i: usize) -> Option<Duration> {
-        let fastest = |c: usize| self.fastest_trial(c);
         match &self.rounds {
-            None => fastest(i).filter(|_| i < self.measured),
-            Some(rounds) if i == 0 => [fastest(0), rounds.default].into_iter().flatten().min(),
-            Some(rounds) => fastest(i).filter(|_| rounds.nominees.contains(&i)),
+            None => self.fastest_trial(i).filter(|_| i < self.measured),
+            Some(rounds) if i == 0 => [self.fastest_trial(0), rounds.default]
+                .into_iter()
+                .flatten()
+                .min(),
+            Some(rounds) => self
+                .fastest_trial(i)
+                .filter(|_| rounds.nominees.contains(&i)),
         }
     }
 
@@ -501,17 +505,18 @@ impl Trials {
     /// Whether candidate `i`, another than the default, has trials beyond the cache and the
     /// fastest of them takes more than [`HOPELESS`] times as long as the default's fastest.
     fn hopeless(&self, i: usize) -> bool {
+        if i == 0 || self.margin != Margin::BeyondCache {
+            return false;
+        }
         match (self.fastest_trial(i), self.fastest_trial(0)) {
-            (Some(trial), Some(default)) => {
-                i != 0 && self.margin == Margin::BeyondCache && trial > default * HOPELESS
-            }
+            (Some(trial), Some(default)) => trial > default * HOPELESS,
             _ => false,
         }
     }
 
-    /// Once another run would overrun the budget: no candidate beyond those whose runs are all
-    /// in, unless that leaves fewer than two (slower candidates than the run that fitted the
-    /// budget foretold spend it early).
+    /// Once another run would overrun the budget: no candidate beyond those that have made their
+    /// runs ([`Trials::has_run`]), unless that leaves fewer than two (slower candidates than the
+    /// run that fitted the budget foretold spend it early).
     fn stop_measuring(&mut self) {
         let done = (0..self.measured).take_while(|&i| self.has_run(i)).count();
         self.measured = done.max(FEWEST_CANDIDATES.min(self.times.len()));
