@@ -496,8 +496,8 @@ impl Trials {
         self.untimed(i) + self.trials
     }
 
-    /// Whether candidate `i` has made its runs: all of them, or enough to show it cannot win
-    /// ([`Trials::hopeless`]).
+    /// Whether candidate `i` has made its runs: all of them, or enough to show it is not expected
+    /// to win ([`Trials::hopeless`]).
     fn has_run(&self, i: usize) -> bool {
         self.times[i].len() >= self.runs(i) || self.hopeless(i)
     }
