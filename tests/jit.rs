@@ -609,16 +609,19 @@ fn short_f32_source_rows_take_512_byte_runs_by_default() {
 #[test]
 fn long_source_rows_in_many_l1_sets_take_512_byte_runs_across_by_default() {
     use relayout::plan::Blocking;
-    // 2- and 4-byte elements whose source rows are long, whole lines apart and spread over more
-    // than one L1 set, into destination rows more than two lines apart, go in 512-byte runs
-    // across the source rows by default; rows a multiple of 4 KiB apart (one set) and
-    // destination rows two lines apart keep 256-byte runs along them.
+    // 4-byte elements whose source rows are long, whole lines apart and spread over more than
+    // one L1 set, into destination rows more than two lines apart, go in 512-byte runs across
+    // the source rows by default; rows a multiple of 4 KiB apart (one set) and destination rows
+    // two lines apart keep 256-byte runs along them. 2-byte elements in such rows go in
+    // 256-byte runs along them in 16 KiB blocks, at any distance of destination rows.
     let across = Blocking::STREAMED_512.across();
     let along = Blocking::STREAMED_256_NARROW;
+    let wide = Blocking::STREAMED_256;
     for (elem_size, (rows, cols), blocking) in [
         (4, (256, 496), across),
         (4, (384, 784), across),
-        (2, (512, 992), across),
+        (2, (512, 992), wide),
+        (2, (64, 992), wide),
         (4, (256, 1024), along),
         (2, (512, 2048), along),
         (4, (32, 496), along),

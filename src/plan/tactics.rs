@@ -576,8 +576,10 @@ impl Blocking {
     /// [`Blocking::FAR_SOURCE_ROW_BYTES`] apart, of 256-byte runs along them in 8 KiB blocks
     /// prefetched three blocks ahead ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs
     /// along the source rows in 8 KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and
-    /// 4-byte elements whose source rows all start in one L1 set or whose destination rows lie
-    /// two lines apart or closer (512-byte runs across the source rows for the others, below),
+    /// 4-byte elements whose source rows all start in one L1 set and for 4-byte elements whose
+    /// destination rows lie two lines apart or closer (for the others, 256-byte runs along the
+    /// source rows in 16 KiB blocks for 2-byte elements and 512-byte runs across them for
+    /// 4-byte ones, below),
     /// across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
     /// elements and for 2- and 4-byte elements whose source rows are no longer than a run, and of
     /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
@@ -644,6 +646,15 @@ impl Blocking {
     /// at 0.34–0.40 of memcpy against 0.70–0.71), and destination rows two lines apart lost too
     /// (NCHW → NHWC with 32 f32 channels: 40–41 against 36–39 ms).
     ///
+    /// 2-byte elements whose source rows start in more than one L1 set go in 256-byte runs along
+    /// them in 16 KiB blocks ([`Blocking::STREAMED_256`]): two lines of each of 128 source rows
+    /// a block, for the runtime's tiles of two 16-byte tiles stacked (where the CPU has AVX2),
+    /// where 512-byte runs across in 8 KiB blocks read half a line of each of 256. On the Zen 4
+    /// VM (one process timing pinned blockings back to back after memcpy, medians of seven
+    /// rounds), 8000² u16 ran at 1.00–1.08 of memcpy this way against 0.66–0.72 (with 16-byte
+    /// tiles 0.69 against 0.44–0.51); the (0,2,1) permutation of 64 × 512² u16 ran as fast
+    /// (1.01–1.04 times, the old and new builds' kernels alternating in one process).
+    ///
     /// ```
     /// use relayout::plan::Blocking;
     /// use relayout::Target;
@@ -657,6 +668,9 @@ impl Blocking {
     /// assert_eq!(Blocking::streamed(4, 1 << 20, 1 << 20, host), Blocking::STREAMED_256_GROUPED);
     /// // 3001 × 4999 u16: rows of 6002 and 9998 bytes, not whole lines.
     /// assert_eq!(Blocking::streamed(2, 6002, 9998, host), Blocking::STREAMED_1K);
+    /// // 8000² u16: rows 16000 bytes apart, in 16 L1 sets; 8192² u16: all in one set.
+    /// assert_eq!(Blocking::streamed(2, 16000, 16000, host), Blocking::STREAMED_256);
+    /// assert_eq!(Blocking::streamed(2, 16384, 16384, host), Blocking::STREAMED_256_NARROW);
     /// // 8000² f32: rows 32000 bytes apart, in 16 L1 sets; 8192² f32: all in one set.
     /// assert_eq!(Blocking::streamed(4, 32000, 32000, host), Blocking::STREAMED_512.across());
     /// assert_eq!(Blocking::streamed(4, 32768, 32768, host), Blocking::STREAMED_256_NARROW);
@@ -687,6 +701,7 @@ impl Blocking {
             2..=4 if src_row_bytes >= Blocking::VERY_FAR_SOURCE_ROW_BYTES => {
                 Blocking::STREAMED_256_GROUPED
             }
+            2 if target.start_sets(src_row_bytes) > 1 => Blocking::STREAMED_256,
             2..=4
                 if dst_row_bytes > 2 * target.line_bytes
                     && target.start_sets(src_row_bytes) > 1 =>
@@ -1187,7 +1202,7 @@ mod tests {
         );
         for (elem_size, src_row_bytes, streamed) in [
             (1, 3072, Blocking::STREAMED_256.across()),
-            (2, 3072, Blocking::STREAMED_512.across()),
+            (2, 3072, Blocking::STREAMED_256),
             (2, 256 - 2, Blocking::STREAMED_256.across()),
             (4, 3072, Blocking::STREAMED_512.across()),
             (4, 128, Blocking::STREAMED_512),
@@ -1211,7 +1226,7 @@ mod tests {
             (8, 64000, Blocking::STREAMED_256_AHEAD),
             (8, 16380, Blocking::STREAMED_512),
             (4, 64000, Blocking::STREAMED_512.across()),
-            (2, 16000, Blocking::STREAMED_512.across()),
+            (2, 16000, Blocking::STREAMED_256),
             // Source rows a multiple of 4 KiB apart (all in one L1 set): along them.
             (4, 32768, Blocking::STREAMED_256_NARROW),
             (2, 16384, Blocking::STREAMED_256_NARROW),
@@ -1260,7 +1275,10 @@ mod tests {
             // Destination rows more than two lines apart go across the source rows.
             (4, 192, 12_544, Blocking::STREAMED_512.across()),
             (4, 256, 12_544, Blocking::STREAMED_512.across()),
-            (2, 256, 16_000, Blocking::STREAMED_512.across()),
+            // 2-byte elements go along the source rows in 16 KiB blocks, at any distance of
+            // destination rows, unless the source rows all start in one set.
+            (2, 256, 16_000, Blocking::STREAMED_256),
+            (2, 128, 6272, Blocking::STREAMED_256),
             (2, 256, 16_384, Blocking::STREAMED_256_NARROW),
         ] {
             assert_eq!(
@@ -1309,13 +1327,40 @@ mod tests {
     /// On a large transpose, 16 KiB blocks of 256-byte runs are the third distinct plan tuning
     /// measures (after the default and the 128-byte runs), along the source rows, and the
     /// fourth, across them, before the prefetched stores: within the three or four candidates
-    /// a 122 MiB tensor's budget buys on the Zen 3 VM.
+    /// a 122 MiB tensor's budget buys on the Zen 3 VM. For 2-byte elements the first are the
+    /// default's blocks, and 8 KiB blocks come fourth.
     #[test]
     fn sixteen_kib_blocks_are_measured_third_and_fourth_on_large_transposes() {
         use crate::{Layout, Target};
+        let fixed = Tactics::fixed;
         // The f64 weights (64 MiB) and the 8000² u16 transpose (122 MiB, whose budget buys
         // three or four candidates on the Zen 3 VM).
-        for (shape, elem_size) in [([2048, 4096], 8), ([8000, 8000], 2)] {
+        for (shape, elem_size, expected) in [
+            (
+                [2048, 4096],
+                8,
+                [
+                    Tactics::default(),
+                    fixed(Blocking::STREAMED_128),
+                    fixed(Blocking::STREAMED_256),
+                    fixed(Blocking::STREAMED_256.across()),
+                    fixed(Blocking::STREAMED_256_NARROW),
+                    Tactics::fitted(LargeWrites::Prefetched),
+                ],
+            ),
+            (
+                [8000, 8000],
+                2,
+                [
+                    Tactics::default(),
+                    fixed(Blocking::STREAMED_128),
+                    fixed(Blocking::STREAMED_256.across()),
+                    fixed(Blocking::STREAMED_256_NARROW),
+                    Tactics::fitted(LargeWrites::Prefetched),
+                    fixed(Blocking::STREAMED_512),
+                ],
+            ),
+        ] {
             let (src, dst) = (
                 Layout::row_major(&shape).unwrap(),
                 Layout::col_major(&shape).unwrap(),
@@ -1330,18 +1375,7 @@ mod tests {
                 }
             }
             let ranked: Vec<Tactics> = distinct.iter().map(|(t, _)| *t).collect();
-            assert_eq!(
-                ranked[..6],
-                [
-                    Tactics::default(),
-                    Tactics::fixed(Blocking::STREAMED_128),
-                    Tactics::fixed(Blocking::STREAMED_256),
-                    Tactics::fixed(Blocking::STREAMED_256.across()),
-                    Tactics::fixed(Blocking::STREAMED_256_NARROW),
-                    Tactics::fitted(LargeWrites::Prefetched),
-                ],
-                "{elem_size}-byte elements"
-            );
+            assert_eq!(ranked[..6], expected, "{elem_size}-byte elements");
         }
     }
 }

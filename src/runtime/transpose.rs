@@ -13,8 +13,9 @@
 //! each build, fraction of memcpy's speed) u8 ran at 0.79–0.83 against 0.80–0.81 with emitted
 //! tiles and u16 at 0.97–0.98 against 0.97–0.99, where the CPU has AVX
 //! ([`transpose_block_vex`]); in SSE2's encoding alone, u8 ran at 0.65–0.70 against 0.70–0.78.
-//! Tiles of two 16-byte halves in AVX2 vectors (two tiles side by side) made u16 much slower
-//! (0.60–0.64). Blocks transposed straight into the destination (tensors too small to stage,
+//! Two 16-byte tiles side by side in AVX2 vectors (each half of a vector bound for its own
+//! destination rows) made u16 much slower (0.60–0.64); one above the other, each vector a
+//! whole destination row, they run faster where the CPU has AVX2 ([`Stacked`]). Blocks transposed straight into the destination (tensors too small to stage,
 //! and tuning's candidates with ordinary stores) call the routines too: a 1000 × 3000 u8
 //! transpose compiled in 284–287 µs instead of 1331–1348 and ran at 0.65 of memcpy against
 //! 0.59–0.63, u16 in 264–284 µs against 557–571 at 0.57–0.66 against 0.63–0.70 (five
@@ -89,16 +90,15 @@ pub(crate) enum TileStores {
 }
 
 /// The instance of the generic routine `$routine` for the element size and tile order of the
-/// [`BlockTranspose`] `$t`, whose tiles of 4- and 8-byte elements are `$four` and `$eight` (16-byte
-/// ones finish what those leave, asking ahead as `$ask` says; 1- and 2-byte elements take
-/// 16-byte tiles alone).
+/// [`BlockTranspose`] `$t`, whose tiles of 1-, 2-, 4- and 8-byte elements are `$one`, `$two`,
+/// `$four` and `$eight` (16-byte ones finish what those leave, asking ahead as `$ask` says).
 macro_rules! instance {
-    ($routine:ident, $t:expr, $four:ty, $eight:ty, $ask:literal) => {
+    ($routine:ident, $t:expr, [$one:ty, $two:ty, $four:ty, $eight:ty], $ask:literal) => {
         match ($t.elem_size, $t.across) {
-            (1, false) => $routine::<1, Narrow<1, 16, $ask>, Narrow<1, 16, $ask>, false> as Routine,
-            (1, true) => $routine::<1, Narrow<1, 16, $ask>, Narrow<1, 16, $ask>, true>,
-            (2, false) => $routine::<2, Narrow<2, 8, $ask>, Narrow<2, 8, $ask>, false>,
-            (2, true) => $routine::<2, Narrow<2, 8, $ask>, Narrow<2, 8, $ask>, true>,
+            (1, false) => $routine::<1, $one, Narrow<1, 16, $ask>, false> as Routine,
+            (1, true) => $routine::<1, $one, Narrow<1, 16, $ask>, true>,
+            (2, false) => $routine::<2, $two, Narrow<2, 8, $ask>, false>,
+            (2, true) => $routine::<2, $two, Narrow<2, 8, $ask>, true>,
             (4, false) => $routine::<4, $four, Narrow<4, 4, $ask>, false>,
             (4, true) => $routine::<4, $four, Narrow<4, 4, $ask>, true>,
             (8, false) => $routine::<8, $eight, Narrow<8, 2, $ask>, false>,
@@ -199,22 +199,36 @@ impl BlockTranspose {
         match encoding {
             Encoding::Baseline => Some(self.baseline()),
             #[cfg(target_arch = "x86_64")]
-            Encoding::Evex if Encoding::has_evex() && self.stores == TileStores::Streamed => Some(
-                instance!(transpose_block_evex, self, Lines<4>, Lines<8>, false),
-            ),
+            Encoding::Evex if Encoding::has_evex() && self.stores == TileStores::Streamed => {
+                Some(instance!(
+                    transpose_block_evex,
+                    self,
+                    [Narrow<1, 16, false>, Narrow<2, 8, false>, Lines<4>, Lines<8>],
+                    false
+                ))
+            }
             #[cfg(target_arch = "x86_64")]
             Encoding::Evex => None,
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex if Encoding::has_wide_tiles() => Some(match self.stores {
-                TileStores::Cached => {
-                    instance!(transpose_block_vex, self, Wide<4, false>, Wide<8, false>, false)
-                }
-                TileStores::Streamed => {
-                    instance!(transpose_block_vex, self, Lines<4>, Lines<8>, false)
-                }
-                TileStores::Ahead => {
-                    instance!(transpose_block_vex, self, Wide<4, true>, Wide<8, true>, true)
-                }
+                TileStores::Cached => instance!(
+                    transpose_block_vex,
+                    self,
+                    [Stacked<1, 16>, Stacked<2, 8>, Wide<4, false>, Wide<8, false>],
+                    false
+                ),
+                TileStores::Streamed => instance!(
+                    transpose_block_vex,
+                    self,
+                    [Narrow<1, 16, false>, Narrow<2, 8, false>, Lines<4>, Lines<8>],
+                    false
+                ),
+                TileStores::Ahead => instance!(
+                    transpose_block_vex,
+                    self,
+                    [Narrow<1, 16, true>, Narrow<2, 8, true>, Wide<4, true>, Wide<8, true>],
+                    true
+                ),
             }),
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex => None,
@@ -224,12 +238,23 @@ impl BlockTranspose {
     /// The routine in the architecture's baseline encoding.
     fn baseline(self) -> Routine {
         match self.stores {
-            TileStores::Ahead => {
-                instance!(transpose_block, self, Narrow<4, 4, true>, Narrow<8, 2, true>, true)
-            }
-            TileStores::Cached | TileStores::Streamed => {
-                instance!(transpose_block, self, Narrow<4, 4, false>, Narrow<8, 2, false>, false)
-            }
+            TileStores::Ahead => instance!(
+                transpose_block,
+                self,
+                [Narrow<1, 16, true>, Narrow<2, 8, true>, Narrow<4, 4, true>, Narrow<8, 2, true>],
+                true
+            ),
+            TileStores::Cached | TileStores::Streamed => instance!(
+                transpose_block,
+                self,
+                [
+                    Narrow<1, 16, false>,
+                    Narrow<2, 8, false>,
+                    Narrow<4, 4, false>,
+                    Narrow<8, 2, false>
+                ],
+                false
+            ),
         }
     }
 }
@@ -241,8 +266,8 @@ enum Encoding {
     /// registers: the line tiles' routines alone ([`transpose_block_evex`]).
     #[cfg(target_arch = "x86_64")]
     Evex,
-    /// AVX's three-operand (VEX) encoding of the SSE2 shuffles, and AVX's 32-byte tiles of 4-
-    /// and 8-byte elements ([`transpose_block_vex`]).
+    /// AVX's three-operand (VEX) encoding of the SSE2 shuffles, AVX's 32-byte tiles of 4- and
+    /// 8-byte elements and AVX2's of 1- and 2-byte ones ([`transpose_block_vex`]).
     #[cfg(target_arch = "x86_64")]
     Vex,
     /// What every CPU of the architecture runs.
@@ -250,11 +275,11 @@ enum Encoding {
 }
 
 impl Encoding {
-    /// Whether the CPU runs [`Encoding::Vex`], whose tiles of 4- and 8-byte elements are
-    /// [`Wide`].
+    /// Whether the CPU runs [`Encoding::Vex`] (AVX and AVX2), whose tiles of 4- and 8-byte
+    /// elements are [`Wide`] and those of 1- and 2-byte ones [`Stacked`].
     fn has_wide_tiles() -> bool {
         #[cfg(target_arch = "x86_64")]
-        return std::is_x86_feature_detected!("avx");
+        return std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("avx2");
         #[cfg(not(target_arch = "x86_64"))]
         return false;
     }
@@ -324,7 +349,8 @@ block_transpose_routine!(
 #[cfg(target_arch = "x86_64")]
 block_transpose_routine!(
     /// [`transpose_block`] in AVX's three-operand (VEX) encoding of the same SSE2 shuffles, and
-    /// with AVX's 32-byte tiles for 4- and 8-byte elements ([`Wide`]).
+    /// with 32-byte tiles: AVX's for 4- and 8-byte elements ([`Wide`]), AVX2's for 1- and
+    /// 2-byte ones ([`Stacked`]).
     /// SSE2's encoding overwrites one input of each shuffle, and every pair of rows feeds two
     /// (its low and high halves), so the baseline build copies a register before each pair: on
     /// a 2-core Intel Xeon VM (family 6, model 167) the 8000² u8 transpose moved 0.65–0.70 of
@@ -332,8 +358,8 @@ block_transpose_routine!(
     /// emits (0.80–0.81), in alternating `relayout bench --no-tune` runs.
     ///
     /// # Safety
-    /// As [`transpose_block`]; the CPU must have AVX.
-    #[target_feature(enable = "avx")]
+    /// As [`transpose_block`]; the CPU must have AVX and AVX2.
+    #[target_feature(enable = "avx,avx2")]
     transpose_block_vex
 );
 
@@ -408,13 +434,18 @@ impl<const SIZE: usize, const ACROSS: bool> Block<SIZE, ACROSS> {
     }
 
     /// The whole `Large` tiles, then whole `Small` tiles along the edges they leave, then the
-    /// edges past those ([`Block::edges`]). `Large` tiles are a whole number of `Small` ones on
+    /// edges past those ([`Block::edges`]); `Small` tiles alone where `Large` ones do not suit
+    /// the source rows ([`Tile::suits`]). `Large` tiles are a whole number of `Small` ones on
     /// each side.
     ///
     /// # Safety
     /// As [`transpose_block`]; the CPU must have the tiles' features.
     #[inline(always)]
     unsafe fn transpose<Large: Tile, Small: Tile>(self) {
+        if !Large::suits(self.src_stride) {
+            // SAFETY: the caller's promise.
+            return unsafe { self.transpose::<Small, Small>() };
+        }
         let whole = |n: usize, lanes: usize| n / lanes * lanes;
         let (large_a, large_b) = (whole(self.a, Large::A), whole(self.b, Large::B));
         let (small_a, small_b) = (whole(self.a, Small::A), whole(self.b, Small::B));
@@ -521,6 +552,14 @@ trait Tile {
     /// not overlap; the CPU must have the tile's features.
     unsafe fn transpose(at: TileAt);
 
+    /// Whether the tile suits source rows `src_stride` bytes apart; a block whose large tiles
+    /// do not takes its small ones alone ([`Block::transpose`]).
+    #[inline(always)]
+    fn suits(src_stride: isize) -> bool {
+        let _ = src_stride;
+        true
+    }
+
     /// Transposes a band of `tiles` tiles along the source rows, the first at `first`, each
     /// the next `src_step` bytes along the source rows and `A` rows further at the
     /// destination: one tile after another.
@@ -593,6 +632,48 @@ impl<const SIZE: usize, const LANES: usize, const ASK_AHEAD: bool> Tile
         unsafe { transpose_tile::<Vector, SIZE, LANES, ASK_AHEAD>(at) }
     }
 }
+
+/// Two 16-byte tiles of 1- or 2-byte elements, one above the other, shuffled together in AVX2
+/// vectors ([`StackedRows`]): `2 × LANES` source rows of `LANES` elements become `LANES`
+/// destination rows of 32 bytes. Its shuffles and stores are half those of two [`Narrow`]
+/// tiles (8 × 8 u16: 24 shuffles, 8 loads into high halves and 8 stores for 16 rows, where two
+/// 16-byte tiles take 48 and 16). The shuffles are what holds 1- and 2-byte transposes back
+/// once their blocks read whole lines: on a 2-core AMD EPYC (Zen 4) VM, `relayout bench
+/// --no-tune` moved 256² u16 in the L2 at 31.6 GB/s with 16-byte tiles and 37.4 this way (u8
+/// 25.6 and 29.9), and beyond the cache (one process timing both builds' kernels in
+/// alternating order after memcpy, medians of 11 rounds) 8000² u16 ran 1.45–1.56 times as fast
+/// in 256-byte runs of 16 KiB blocks (with the blocking fitted before, 1.01–1.07), NCHW → NHWC
+/// of 32 images of 56² with 64 u16 channels 1.13–1.23 times and with 64 u8 channels (224²)
+/// 1.04–1.08 times; 8000² u8 0.98–1.04.
+#[cfg(target_arch = "x86_64")]
+struct Stacked<const SIZE: usize, const LANES: usize>;
+
+#[cfg(target_arch = "x86_64")]
+impl<const SIZE: usize, const LANES: usize> Tile for Stacked<SIZE, LANES> {
+    const A: usize = LANES;
+    const B: usize = 2 * LANES;
+
+    #[inline(always)]
+    unsafe fn transpose(at: TileAt) {
+        // SAFETY: the caller's promise.
+        unsafe { transpose_tile::<StackedRows, SIZE, LANES, false>(at) }
+    }
+
+    /// Not for source rows a multiple of [`L1_WAY_BYTES`] apart: the lines of all `2 × LANES`
+    /// rows then fall into one set of the L1, which holds 8 of them on AMD's Zen CPUs (12 on
+    /// recent Intel ones), and the tile's reads evict one another. On the Zen 4 VM, 8192² u16
+    /// ran at 0.59–0.63 of memcpy in these tiles and at 0.67–0.74 in 16-byte ones (three
+    /// alternating `relayout bench --no-tune` runs).
+    #[inline(always)]
+    fn suits(src_stride: isize) -> bool {
+        !src_stride.unsigned_abs().is_multiple_of(L1_WAY_BYTES)
+    }
+}
+
+/// Bytes of one way of the L1 data cache (its sets × a line) on the x86-64 CPUs the tiles were
+/// measured on: rows this far apart start in the same set.
+#[cfg(target_arch = "x86_64")]
+const L1_WAY_BYTES: usize = 4096;
 
 /// A tile of 32-byte rows in AVX vectors: 8 × 8 elements of 4 bytes or 4 × 4 of 8. Unpacks
 /// interleave rows within each 16-byte half of a vector (4-byte units, then 8-byte ones for
@@ -1123,11 +1204,13 @@ unsafe fn columns_within_halves_f64(
 
 /// Vectors that hold a 16-byte row of a register tile, and the instructions a tile needs.
 trait TileRows: Copy {
-    /// The vector at `p`.
+    /// The row at `p`, and where the vector holds two rows ([`StackedRows`]), the row
+    /// `below` bytes further on in its high half.
     ///
     /// # Safety
-    /// `p` must be valid for reads of the vector; the CPU must have the type's features.
-    unsafe fn load(p: *const u8) -> Self;
+    /// `p` (and `p + below`, for two rows) must be valid for reads of a row; the CPU must have
+    /// the type's features.
+    unsafe fn load(p: *const u8, below: isize) -> Self;
 
     /// `x` and `y` interleaved in units of `unit` bytes: their low halves, then their high
     /// halves.
@@ -1160,7 +1243,7 @@ struct Portable([u8; TILE_BYTES]);
 
 #[cfg(not(target_arch = "x86_64"))]
 impl TileRows for Portable {
-    unsafe fn load(p: *const u8) -> Self {
+    unsafe fn load(p: *const u8, _below: isize) -> Self {
         // SAFETY: the caller's promise.
         Portable(unsafe { p.cast::<[u8; TILE_BYTES]>().read_unaligned() })
     }
@@ -1192,7 +1275,7 @@ struct Sse2(__m128i);
 #[cfg(target_arch = "x86_64")]
 impl TileRows for Sse2 {
     #[inline(always)]
-    unsafe fn load(p: *const u8) -> Self {
+    unsafe fn load(p: *const u8, _below: isize) -> Self {
         // SAFETY: the caller's promise; the load accepts any alignment.
         Sse2(unsafe { std::arch::x86_64::_mm_loadu_si128(p.cast()) })
     }
@@ -1220,15 +1303,58 @@ impl TileRows for Sse2 {
     }
 }
 
+/// Two 16-byte rows of a [`Stacked`] tile in one AVX2 vector, the second `LANES` source rows
+/// below the first: AVX2's unpacks interleave within each 16-byte half, so each half makes the
+/// columns of its own 16-byte tile, and each vector a whole 32-byte destination row.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct StackedRows(std::arch::x86_64::__m256i);
+
+#[cfg(target_arch = "x86_64")]
+impl TileRows for StackedRows {
+    #[inline(always)]
+    unsafe fn load(p: *const u8, below: isize) -> Self {
+        use std::arch::x86_64::_mm256_loadu2_m128i;
+        let high = p.wrapping_offset(below);
+        // SAFETY: the caller's promise (AVX2 included); the loads accept any alignment.
+        StackedRows(unsafe { _mm256_loadu2_m128i(high.cast(), p.cast()) })
+    }
+
+    #[inline(always)]
+    unsafe fn unpack(unit: usize, x: Self, y: Self) -> (Self, Self) {
+        use std::arch::x86_64::*;
+        let (x, y) = (x.0, y.0);
+        // SAFETY: the caller's promise (AVX2).
+        let (lo, hi) = unsafe {
+            match unit {
+                1 => (_mm256_unpacklo_epi8(x, y), _mm256_unpackhi_epi8(x, y)),
+                2 => (_mm256_unpacklo_epi16(x, y), _mm256_unpackhi_epi16(x, y)),
+                4 => (_mm256_unpacklo_epi32(x, y), _mm256_unpackhi_epi32(x, y)),
+                _ => (_mm256_unpacklo_epi64(x, y), _mm256_unpackhi_epi64(x, y)),
+            }
+        };
+        (StackedRows(lo), StackedRows(hi))
+    }
+
+    #[inline(always)]
+    unsafe fn store(self, dst: *mut u8) {
+        // SAFETY: the caller's promise (AVX2 included); the store accepts any alignment.
+        unsafe { std::arch::x86_64::_mm256_storeu_si256(dst.cast(), self.0) }
+    }
+}
+
 /// One register tile: `LANES` (`16 / SIZE`) rows of 16 bytes at the source become the
 /// columns of the rows at the destination, of which those from `at.first_row` on are stored.
 /// Each stage interleaves pairs of rows in units of one, two, four… elements; after the last,
 /// column `c` is in the row at the bit-reversed position of `c`. Every size and count is a
-/// constant here, so the stages unroll into the shuffles alone.
+/// constant here, so the stages unroll into the shuffles alone. Vectors of two rows
+/// ([`StackedRows`]) make two such tiles at once, the second `LANES` source rows below the
+/// first, and store destination rows twice as long.
 ///
 /// # Safety
-/// Each of the rows must be valid for the vector at both sides, and the sides must not
-/// overlap; the CPU must have `V`'s features.
+/// Each of the rows (`2 × LANES` of them for vectors of two rows) must be valid for the
+/// vector's rows at both sides, and the sides must not overlap; the CPU must have `V`'s
+/// features.
 #[inline(always)]
 unsafe fn transpose_tile<
     V: TileRows,
@@ -1247,14 +1373,16 @@ unsafe fn transpose_tile<
     } = at;
     // The rows' addresses one stride after another (a pointer moved on, where multiples of
     // the stride kept for every row would not all fit in registers).
+    // Vectors of two rows hold rows `k` and `k + LANES` ([`Stacked`] tiles).
+    let below = LANES as isize * src_stride;
     // SAFETY: the caller's promise.
-    let first = unsafe { V::load(src) };
+    let first = unsafe { V::load(src, below) };
     let mut rows = [first; LANES];
     let mut from = src;
     for row in rows.iter_mut().skip(1) {
         from = from.wrapping_offset(src_stride);
         // SAFETY: the caller's promise.
-        *row = unsafe { V::load(from) };
+        *row = unsafe { V::load(from, below) };
     }
     let mut unit = SIZE;
     for _ in 0..LANES.trailing_zeros() {
@@ -1385,7 +1513,13 @@ mod tests {
                 })
             });
             for (a, b, stage_stride, shift) in cases {
-                let src_stride = (a + 3) * size;
+                // Source rows just past the block's width, and (with one stage of each block)
+                // 4 KiB apart, in one set of the L1, where stacked tiles give way to 16-byte
+                // ones.
+                let src_stride = match shift == 8 && stage_stride == (b + 5) * size {
+                    true => 4096,
+                    false => (a + 3) * size,
+                };
                 let src: Vec<u8> = (0..b.max(1) * src_stride).map(|k| k as u8 ^ 0x5a).collect();
                 let mut buffer = vec![0xeeu8; a.max(1) * stage_stride + 2 * LINE];
                 let start = buffer.as_ptr().align_offset(LINE) + shift;
