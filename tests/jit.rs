@@ -628,9 +628,10 @@ fn long_source_rows_in_many_l1_sets_take_512_byte_runs_across_by_default() {
     ] {
         let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
         let strip = (blocking.run_bytes / elem_size).min(rows);
+        let width = blocking.block_bytes / blocking.run_bytes;
         assert_eq!(
-            (tile.b.extent, tile.walk),
-            (strip, blocking.walk),
+            (tile.b.extent, tile.a.extent, tile.walk),
+            (strip, width, blocking.walk),
             "{elem_size} bytes, {rows} x {cols}\n{plan}"
         );
     }

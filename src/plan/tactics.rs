@@ -311,7 +311,8 @@ impl Blocking {
     /// candidate or close to it on every large f32 transpose of the suite on a 2-core AMD EPYC
     /// (Zen 4) VM (0.59–0.95 of memcpy, against 0.30–0.92 for tiles stored in place: 8192² f32
     /// 0.83 against 0.35, the 256³ reversal 0.76 against 0.32), until blocks of half the size
-    /// ([`Blocking::STREAMED_256_NARROW`]) beat it.
+    /// ([`Blocking::STREAMED_256_NARROW`]) beat it. The fitted blocking of 2-byte elements
+    /// whose long source rows start in more than one L1 set ([`Blocking::streamed`]).
     pub const STREAMED_256: Blocking = Blocking {
         run_bytes: 256,
         block_bytes: 16384,
@@ -324,7 +325,8 @@ impl Blocking {
     /// 4-byte elements 32 runs a block, two lines of each of 64 source rows, as
     /// [`Blocking::STREAMED_512`] reads 8-byte elements. The fitted blocking of 2- and 4-byte
     /// elements into large destinations whose source rows are long and all start in one L1 set,
-    /// or whose destination rows lie two lines apart or closer ([`Blocking::streamed`]). On a 2-core
+    /// and of 4-byte ones whose destination rows lie two lines apart or closer
+    /// ([`Blocking::streamed`]). On a 2-core
     /// AMD EPYC (Zen 4) VM, against blocks of 16 KiB ([`Blocking::STREAMED_256`]; `relayout
     /// bench` with the choice pinned in a tuning file, two runs each): 8000² f32 0.88–0.89 of
     /// memcpy against 0.75–0.77, NCHW → NHWC 1.02–1.12 against 0.70–0.73, the (0,2,1)
@@ -566,34 +568,31 @@ impl Blocking {
     /// stream writes 256-byte runs ([`Blocking::LONG_RUNS`], see [`Blocking::fitted`]): 1 KiB.
     pub const FAR_DESTINATION_ROW_BYTES: usize = 1024;
 
-    /// The fitted blocking of transposes of `elem_size`-byte elements whose destination rows
-    /// lie `dst_row_bytes` apart and whose source rows (one per step along the
-    /// destination-contiguous loop) `src_row_bytes` apart on `target`, into large
-    /// destinations whose writes stream: blocks staged, streamed out and prefetched, of
-    /// 512-byte runs walked along the source rows ([`Blocking::STREAMED_512`]) where the source
-    /// rows are short ([`short_source_rows`]: the fitted loop order then runs the blocks band by
-    /// band of destination rows); for 8-byte elements whose source rows lie at least
-    /// [`Blocking::FAR_SOURCE_ROW_BYTES`] apart, of 256-byte runs along them in 8 KiB blocks
-    /// prefetched three blocks ahead ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs
-    /// along the source rows in 8 KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and
-    /// 4-byte elements whose source rows all start in one L1 set and for 4-byte elements whose
-    /// destination rows lie two lines apart or closer (for the others, 256-byte runs along the
-    /// source rows in 16 KiB blocks for 2-byte elements and 512-byte runs across them for
-    /// 4-byte ones, below),
-    /// across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
-    /// elements and for 2- and 4-byte elements whose source rows are no longer than a run, and of
-    /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core
-    /// AMD EPYC (Zen 4) VM, in `relayout bench --candidates` runs over four sessions, those were
-    /// the fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy
-    /// against 0.64–0.68 for 256-byte runs along in 16 KiB blocks (and 0.73 against 0.55 for 8
-    /// KiB blocks along); u16 in 8 KiB blocks along against 16 KiB blocks across, the blocking
-    /// fitted before: 8000² 0.80–0.84 against 0.68–0.83 (median 0.81 against 0.74, four runs),
-    /// 8192² 0.70–0.71 against 0.34–0.40, the (0,2,1) permutation of 64 × 512² 0.66–0.73
-    /// against 0.57–0.61 (neither u8 nor u16 gained from prefetching further ahead); for NHWC →
-    /// NCHW with short source rows (channels
-    /// × element size from 256 bytes to 1 KiB: 64, 96, 128 and 256 f32 channels, 128 u16, 32, 64
-    /// and 128 f64), 0.63–1.07 against 0.45–0.87 for the blocking fitted before; for far rows,
-    /// see [`Blocking::STREAMED_256_AHEAD`].
+    /// The fitted blocking of transposes of `elem_size`-byte elements whose destination rows lie
+    /// `dst_row_bytes` apart and whose source rows (one per step along the destination-contiguous
+    /// loop) `src_row_bytes` apart on `target`, into large destinations whose writes stream: blocks
+    /// staged, streamed out and prefetched, of 512-byte runs walked along the source rows
+    /// ([`Blocking::STREAMED_512`]) where the source rows are short ([`short_source_rows`]: the
+    /// fitted loop order then runs the blocks band by band of destination rows); for 8-byte
+    /// elements whose source rows lie at least [`Blocking::FAR_SOURCE_ROW_BYTES`] apart, of
+    /// 256-byte runs along them in 8 KiB blocks prefetched three blocks ahead
+    /// ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs along the source rows in 8
+    /// KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and 4-byte elements whose source rows
+    /// all start in one L1 set and for 4-byte elements whose destination rows lie two lines apart
+    /// or closer (for the others, 256-byte runs along the source rows in 16 KiB blocks for 2-byte
+    /// elements and 512-byte runs across them for 4-byte ones, below), across them in 16 KiB blocks
+    /// ([`Blocking::STREAMED_256`]) for 1-byte elements and for 2- and 4-byte elements whose source
+    /// rows are no longer than a run, and of 512-byte runs (64 elements, as for 4 bytes) along them
+    /// for 8-byte elements. On a 2-core AMD EPYC (Zen 4) VM, in `relayout bench --candidates` runs
+    /// over four sessions, those were the fastest candidates or within a few percent of them: u8
+    /// 8000² 0.72–0.75 of memcpy against 0.64–0.68 for 256-byte runs along in 16 KiB blocks (and
+    /// 0.73 against 0.55 for 8 KiB blocks along); u16 in 8 KiB blocks along against 16 KiB blocks
+    /// across, the blocking fitted before: 8000² 0.80–0.84 against 0.68–0.83 (median 0.81 against
+    /// 0.74, four runs), 8192² 0.70–0.71 against 0.34–0.40, the (0,2,1) permutation of 64 × 512²
+    /// 0.66–0.73 against 0.57–0.61 (neither u8 nor u16 gained from prefetching further ahead); for
+    /// NHWC → NCHW with short source rows (channels × element size from 256 bytes to 1 KiB: 64, 96,
+    /// 128 and 256 f32 channels, 128 u16, 32, 64 and 128 f64), 0.63–1.07 against 0.45–0.87 for the
+    /// blocking fitted before; for far rows, see [`Blocking::STREAMED_256_AHEAD`].
     ///
     /// Where the rows of either side are not a whole number of lines apart (odd extents), 1, 2
     /// and 4-byte elements whose source rows are longer than a run and whose destination rows
@@ -633,10 +632,11 @@ impl Blocking {
     /// and 8-byte elements lost that way (24 and 32 u16 channels 1.14 and 0.51 against 1.20
     /// and 0.61, 8 f64 0.74 against 0.82) and keep their blockings.
     ///
-    /// Longer source rows of 2- and 4-byte elements that start in more than one L1 set
-    /// (not a multiple of the L1's way, 4 KiB, apart), into destination rows more than
-    /// two lines apart, go in 512-byte runs across the source rows in 8 KiB blocks (one line of
-    /// each of 128 f32 rows a block) rather than 256-byte runs along them. On the Zen 3 VM,
+    /// Longer source rows of 4-byte elements that start in more than one L1 set (not a
+    /// multiple of the L1's way, 4 KiB, apart), into destination rows more than two lines
+    /// apart, go in 512-byte runs across the source rows in 8 KiB blocks (one line of each of
+    /// 128 f32 rows a block) rather than 256-byte runs along them (2-byte ones did too, until
+    /// their stacked tiles, below). On the Zen 3 VM,
     /// back-to-back runs of each pinned kernel (ms, the blocking fitted before against this
     /// one): 8000² f32 84–111 against 54–66, 8064² 92–108 against 50–53, 4096 × 11008 f32 78–84
     /// against 49–60, NCHW → NHWC of 16 × 256 channels of 56² 21 against 13, the (0,2,1)
@@ -646,14 +646,16 @@ impl Blocking {
     /// at 0.34–0.40 of memcpy against 0.70–0.71), and destination rows two lines apart lost too
     /// (NCHW → NHWC with 32 f32 channels: 40–41 against 36–39 ms).
     ///
-    /// 2-byte elements whose source rows start in more than one L1 set go in 256-byte runs along
-    /// them in 16 KiB blocks ([`Blocking::STREAMED_256`]): two lines of each of 128 source rows
-    /// a block, for the runtime's tiles of two 16-byte tiles stacked (where the CPU has AVX2),
-    /// where 512-byte runs across in 8 KiB blocks read half a line of each of 256. On the Zen 4
-    /// VM (one process timing pinned blockings back to back after memcpy, medians of seven
-    /// rounds), 8000² u16 ran at 1.00–1.08 of memcpy this way against 0.66–0.72 (with 16-byte
-    /// tiles 0.69 against 0.44–0.51); the (0,2,1) permutation of 64 × 512² u16 ran as fast
-    /// (1.01–1.04 times, the old and new builds' kernels alternating in one process).
+    /// Long source rows of 2-byte elements that start in more than one L1 set go in 256-byte
+    /// runs along them in 16 KiB blocks ([`Blocking::STREAMED_256`]), at any distance of
+    /// destination rows: two lines of each of 128 source rows a block, for the runtime's tiles
+    /// of two 16-byte tiles stacked where the CPU has AVX2, where 512-byte runs across in 8 KiB
+    /// blocks read half a line of each of 256. On the Zen 4 VM (one process timing pinned
+    /// blockings back to back after memcpy, medians of seven rounds), 8000² u16 ran at
+    /// 1.00–1.08 of memcpy this way against 0.66–0.72 (with 16-byte tiles 0.69 against
+    /// 0.44–0.51); the (0,2,1) permutation of 64 × 512² u16 ran as fast (1.01–1.04 times, the
+    /// old and new builds' kernels alternating in one process). Measured there alone: on the
+    /// Zen 3 and Intel VMs, where the rule before won, and without AVX2, it is not known.
     ///
     /// ```
     /// use relayout::plan::Blocking;
@@ -668,7 +670,7 @@ impl Blocking {
     /// assert_eq!(Blocking::streamed(4, 1 << 20, 1 << 20, host), Blocking::STREAMED_256_GROUPED);
     /// // 3001 × 4999 u16: rows of 6002 and 9998 bytes, not whole lines.
     /// assert_eq!(Blocking::streamed(2, 6002, 9998, host), Blocking::STREAMED_1K);
-    /// // 8000² u16: rows 16000 bytes apart, in 16 L1 sets; 8192² u16: all in one set.
+    /// // 8000² u16: rows 16000 bytes apart, in 32 L1 sets; 8192² u16: all in one set.
     /// assert_eq!(Blocking::streamed(2, 16000, 16000, host), Blocking::STREAMED_256);
     /// assert_eq!(Blocking::streamed(2, 16384, 16384, host), Blocking::STREAMED_256_NARROW);
     /// // 8000² f32: rows 32000 bytes apart, in 16 L1 sets; 8192² f32: all in one set.
@@ -702,10 +704,7 @@ impl Blocking {
                 Blocking::STREAMED_256_GROUPED
             }
             2 if target.start_sets(src_row_bytes) > 1 => Blocking::STREAMED_256,
-            2..=4
-                if dst_row_bytes > 2 * target.line_bytes
-                    && target.start_sets(src_row_bytes) > 1 =>
-            {
+            4 if dst_row_bytes > 2 * target.line_bytes && target.start_sets(src_row_bytes) > 1 => {
                 Blocking::STREAMED_512.across()
             }
             2..=4 => Blocking::STREAMED_256_NARROW,

@@ -15,8 +15,9 @@
 //! ([`transpose_block_vex`]); in SSE2's encoding alone, u8 ran at 0.65–0.70 against 0.70–0.78.
 //! Two 16-byte tiles side by side in AVX2 vectors (each half of a vector bound for its own
 //! destination rows) made u16 much slower (0.60–0.64); one above the other, each vector a
-//! whole destination row, they run faster where the CPU has AVX2 ([`Stacked`]). Blocks transposed straight into the destination (tensors too small to stage,
-//! and tuning's candidates with ordinary stores) call the routines too: a 1000 × 3000 u8
+//! whole destination row, they run faster where the CPU has AVX2 ([`Stacked`]). Blocks
+//! transposed straight into the destination (tensors too small to stage, and tuning's
+//! candidates with ordinary stores) call the routines too: a 1000 × 3000 u8
 //! transpose compiled in 284–287 µs instead of 1331–1348 and ran at 0.65 of memcpy against
 //! 0.59–0.63, u16 in 264–284 µs against 557–571 at 0.57–0.66 against 0.63–0.70 (five
 //! alternating runs each; the same kernel's runs spread by 4% there).
@@ -91,8 +92,17 @@ pub(crate) enum TileStores {
 
 /// The instance of the generic routine `$routine` for the element size and tile order of the
 /// [`BlockTranspose`] `$t`, whose tiles of 1-, 2-, 4- and 8-byte elements are `$one`, `$two`,
-/// `$four` and `$eight` (16-byte ones finish what those leave, asking ahead as `$ask` says).
+/// `$four` and `$eight` (16-byte ones finish what those leave, asking ahead as `$ask` says);
+/// given only `$four` and `$eight`, 1- and 2-byte elements take 16-byte tiles alone.
 macro_rules! instance {
+    ($routine:ident, $t:expr, [$four:ty, $eight:ty], $ask:literal) => {
+        instance!(
+            $routine,
+            $t,
+            [Narrow<1, 16, $ask>, Narrow<2, 8, $ask>, $four, $eight],
+            $ask
+        )
+    };
     ($routine:ident, $t:expr, [$one:ty, $two:ty, $four:ty, $eight:ty], $ask:literal) => {
         match ($t.elem_size, $t.across) {
             (1, false) => $routine::<1, $one, Narrow<1, 16, $ask>, false> as Routine,
@@ -200,35 +210,38 @@ impl BlockTranspose {
             Encoding::Baseline => Some(self.baseline()),
             #[cfg(target_arch = "x86_64")]
             Encoding::Evex if Encoding::has_evex() && self.stores == TileStores::Streamed => {
-                Some(instance!(
-                    transpose_block_evex,
-                    self,
-                    [Narrow<1, 16, false>, Narrow<2, 8, false>, Lines<4>, Lines<8>],
-                    false
-                ))
+                Some(instance!(transpose_block_evex, self, [Lines<4>, Lines<8>], false))
             }
             #[cfg(target_arch = "x86_64")]
             Encoding::Evex => None,
             #[cfg(target_arch = "x86_64")]
+            Encoding::Avx2
+                if Encoding::has_stacked_tiles()
+                    && self.stores == TileStores::Cached
+                    && self.elem_size <= 2 =>
+            {
+                type One = Narrow<1, 16, false>;
+                type Two = Narrow<2, 8, false>;
+                Some(match (self.elem_size, self.across) {
+                    (1, false) => transpose_block_avx2::<1, Stacked<1, 16>, One, false> as Routine,
+                    (1, true) => transpose_block_avx2::<1, Stacked<1, 16>, One, true>,
+                    (2, false) => transpose_block_avx2::<2, Stacked<2, 8>, Two, false>,
+                    _ => transpose_block_avx2::<2, Stacked<2, 8>, Two, true>,
+                })
+            }
+            #[cfg(target_arch = "x86_64")]
+            Encoding::Avx2 => None,
+            #[cfg(target_arch = "x86_64")]
             Encoding::Vex if Encoding::has_wide_tiles() => Some(match self.stores {
-                TileStores::Cached => instance!(
-                    transpose_block_vex,
-                    self,
-                    [Stacked<1, 16>, Stacked<2, 8>, Wide<4, false>, Wide<8, false>],
-                    false
-                ),
-                TileStores::Streamed => instance!(
-                    transpose_block_vex,
-                    self,
-                    [Narrow<1, 16, false>, Narrow<2, 8, false>, Lines<4>, Lines<8>],
-                    false
-                ),
-                TileStores::Ahead => instance!(
-                    transpose_block_vex,
-                    self,
-                    [Narrow<1, 16, true>, Narrow<2, 8, true>, Wide<4, true>, Wide<8, true>],
-                    true
-                ),
+                TileStores::Cached => {
+                    instance!(transpose_block_vex, self, [Wide<4, false>, Wide<8, false>], false)
+                }
+                TileStores::Streamed => {
+                    instance!(transpose_block_vex, self, [Lines<4>, Lines<8>], false)
+                }
+                TileStores::Ahead => {
+                    instance!(transpose_block_vex, self, [Wide<4, true>, Wide<8, true>], true)
+                }
             }),
             #[cfg(target_arch = "x86_64")]
             Encoding::Vex => None,
@@ -238,23 +251,12 @@ impl BlockTranspose {
     /// The routine in the architecture's baseline encoding.
     fn baseline(self) -> Routine {
         match self.stores {
-            TileStores::Ahead => instance!(
-                transpose_block,
-                self,
-                [Narrow<1, 16, true>, Narrow<2, 8, true>, Narrow<4, 4, true>, Narrow<8, 2, true>],
-                true
-            ),
-            TileStores::Cached | TileStores::Streamed => instance!(
-                transpose_block,
-                self,
-                [
-                    Narrow<1, 16, false>,
-                    Narrow<2, 8, false>,
-                    Narrow<4, 4, false>,
-                    Narrow<8, 2, false>
-                ],
-                false
-            ),
+            TileStores::Ahead => {
+                instance!(transpose_block, self, [Narrow<4, 4, true>, Narrow<8, 2, true>], true)
+            }
+            TileStores::Cached | TileStores::Streamed => {
+                instance!(transpose_block, self, [Narrow<4, 4, false>, Narrow<8, 2, false>], false)
+            }
         }
     }
 }
@@ -266,8 +268,12 @@ enum Encoding {
     /// registers: the line tiles' routines alone ([`transpose_block_evex`]).
     #[cfg(target_arch = "x86_64")]
     Evex,
-    /// AVX's three-operand (VEX) encoding of the SSE2 shuffles, AVX's 32-byte tiles of 4- and
-    /// 8-byte elements and AVX2's of 1- and 2-byte ones ([`transpose_block_vex`]).
+    /// AVX2's 32-byte integer shuffles: the stacked tiles of 1- and 2-byte elements with cached
+    /// stores ([`transpose_block_avx2`]).
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// AVX's three-operand (VEX) encoding of the SSE2 shuffles, and AVX's 32-byte tiles of 4-
+    /// and 8-byte elements ([`transpose_block_vex`]).
     #[cfg(target_arch = "x86_64")]
     Vex,
     /// What every CPU of the architecture runs.
@@ -275,13 +281,20 @@ enum Encoding {
 }
 
 impl Encoding {
-    /// Whether the CPU runs [`Encoding::Vex`] (AVX and AVX2), whose tiles of 4- and 8-byte
-    /// elements are [`Wide`] and those of 1- and 2-byte ones [`Stacked`].
+    /// Whether the CPU runs [`Encoding::Vex`], whose tiles of 4- and 8-byte elements are
+    /// [`Wide`].
     fn has_wide_tiles() -> bool {
         #[cfg(target_arch = "x86_64")]
-        return std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("avx2");
+        return std::is_x86_feature_detected!("avx");
         #[cfg(not(target_arch = "x86_64"))]
         return false;
+    }
+
+    /// Whether the CPU runs [`Encoding::Avx2`], whose tiles of 1- and 2-byte elements are
+    /// [`Stacked`].
+    #[cfg(target_arch = "x86_64")]
+    fn has_stacked_tiles() -> bool {
+        std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("avx2")
     }
 
     /// Whether the CPU runs [`Encoding::Evex`].
@@ -291,9 +304,11 @@ impl Encoding {
     }
 
     /// Every encoding, the fastest first.
-    const PREFERRED: [Encoding; if cfg!(target_arch = "x86_64") { 3 } else { 1 }] = [
+    const PREFERRED: [Encoding; if cfg!(target_arch = "x86_64") { 4 } else { 1 }] = [
         #[cfg(target_arch = "x86_64")]
         Encoding::Evex,
+        #[cfg(target_arch = "x86_64")]
+        Encoding::Avx2,
         #[cfg(target_arch = "x86_64")]
         Encoding::Vex,
         Encoding::Baseline,
@@ -349,8 +364,7 @@ block_transpose_routine!(
 #[cfg(target_arch = "x86_64")]
 block_transpose_routine!(
     /// [`transpose_block`] in AVX's three-operand (VEX) encoding of the same SSE2 shuffles, and
-    /// with 32-byte tiles: AVX's for 4- and 8-byte elements ([`Wide`]), AVX2's for 1- and
-    /// 2-byte ones ([`Stacked`]).
+    /// with AVX's 32-byte tiles for 4- and 8-byte elements ([`Wide`]).
     /// SSE2's encoding overwrites one input of each shuffle, and every pair of rows feeds two
     /// (its low and high halves), so the baseline build copies a register before each pair: on
     /// a 2-core Intel Xeon VM (family 6, model 167) the 8000² u8 transpose moved 0.65–0.70 of
@@ -358,9 +372,20 @@ block_transpose_routine!(
     /// emits (0.80–0.81), in alternating `relayout bench --no-tune` runs.
     ///
     /// # Safety
+    /// As [`transpose_block`]; the CPU must have AVX.
+    #[target_feature(enable = "avx")]
+    transpose_block_vex
+);
+
+#[cfg(target_arch = "x86_64")]
+block_transpose_routine!(
+    /// [`transpose_block`] with AVX2's tiles of two 16-byte tiles stacked ([`Stacked`]), for
+    /// 1- and 2-byte elements with cached stores.
+    ///
+    /// # Safety
     /// As [`transpose_block`]; the CPU must have AVX and AVX2.
     #[target_feature(enable = "avx,avx2")]
-    transpose_block_vex
+    transpose_block_avx2
 );
 
 #[cfg(target_arch = "x86_64")]
@@ -1202,7 +1227,8 @@ unsafe fn columns_within_halves_f64(
     }
 }
 
-/// Vectors that hold a 16-byte row of a register tile, and the instructions a tile needs.
+/// Vectors that hold a 16-byte row of a register tile (or two, one in each 16-byte half:
+/// [`StackedRows`]), and the instructions a tile needs.
 trait TileRows: Copy {
     /// The row at `p`, and where the vector holds two rows ([`StackedRows`]), the row
     /// `below` bytes further on in its high half.
@@ -1213,7 +1239,7 @@ trait TileRows: Copy {
     unsafe fn load(p: *const u8, below: isize) -> Self;
 
     /// `x` and `y` interleaved in units of `unit` bytes: their low halves, then their high
-    /// halves.
+    /// halves (of each 16-byte row, for vectors of two).
     ///
     /// # Safety
     /// The CPU must have the type's features.
@@ -1371,10 +1397,10 @@ unsafe fn transpose_tile<
         dst_stride,
         first_row,
     } = at;
-    // The rows' addresses one stride after another (a pointer moved on, where multiples of
-    // the stride kept for every row would not all fit in registers).
     // Vectors of two rows hold rows `k` and `k + LANES` ([`Stacked`] tiles).
     let below = LANES as isize * src_stride;
+    // The rows' addresses one stride after another (a pointer moved on, where multiples of
+    // the stride kept for every row would not all fit in registers).
     // SAFETY: the caller's promise.
     let first = unsafe { V::load(src, below) };
     let mut rows = [first; LANES];
@@ -1441,6 +1467,20 @@ mod tests {
             let name = format!("relayout_transpose_block_{}_{order}{stores}", t.elem_size);
             assert_eq!(t.symbol(), name);
         }
+    }
+
+    /// Stacked tiles give way to 16-byte ones where the source rows all start in one L1 set.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn stacked_tiles_suit_rows_in_more_than_one_l1_set() {
+        for stride in [16_000, 2 * 4096 + 64, 4097, -16_000, 64] {
+            assert!(Stacked::<2, 8>::suits(stride), "{stride}");
+        }
+        for stride in [0, 4096, 16_384, -8192] {
+            assert!(!Stacked::<2, 8>::suits(stride), "{stride}");
+            assert!(!Stacked::<1, 16>::suits(stride), "{stride}");
+        }
+        assert!(Wide::<4, false>::suits(4096) && Narrow::<2, 8, false>::suits(4096));
     }
 
     /// Transposes blocks with every routine, with whole tiles and every remainder on both
@@ -1520,7 +1560,10 @@ mod tests {
                     true => 4096,
                     false => (a + 3) * size,
                 };
-                let src: Vec<u8> = (0..b.max(1) * src_stride).map(|k| k as u8 ^ 0x5a).collect();
+                // Bytes that do not repeat along a row or from one row to the next (a row read
+                // in place of another would go unnoticed otherwise).
+                let byte = |k: usize| ((k as u32).wrapping_mul(0x9e37_79b9) >> 24) as u8;
+                let src: Vec<u8> = (0..b.max(1) * src_stride).map(byte).collect();
                 let mut buffer = vec![0xeeu8; a.max(1) * stage_stride + 2 * LINE];
                 let start = buffer.as_ptr().align_offset(LINE) + shift;
                 // The whole buffer is compared: nothing outside the stage may change.
