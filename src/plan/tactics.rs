@@ -646,16 +646,16 @@ impl Blocking {
     /// at 0.34–0.40 of memcpy against 0.70–0.71), and destination rows two lines apart lost too
     /// (NCHW → NHWC with 32 f32 channels: 40–41 against 36–39 ms).
     ///
-    /// Long source rows of 2-byte elements that start in more than one L1 set go in 256-byte
-    /// runs along them in 16 KiB blocks ([`Blocking::STREAMED_256`]), at any distance of
-    /// destination rows: two lines of each of 128 source rows a block, for the runtime's tiles
-    /// of two 16-byte tiles stacked where the CPU has AVX2, where 512-byte runs across in 8 KiB
-    /// blocks read half a line of each of 256. On the Zen 4 VM (one process timing pinned
-    /// blockings back to back after memcpy, medians of seven rounds), 8000² u16 ran at
-    /// 1.00–1.08 of memcpy this way against 0.66–0.72 (with 16-byte tiles 0.69 against
-    /// 0.44–0.51); the (0,2,1) permutation of 64 × 512² u16 ran as fast (1.01–1.04 times, the
-    /// old and new builds' kernels alternating in one process). Measured there alone: on the
-    /// Zen 3 and Intel VMs, where the rule before won, and without AVX2, it is not known.
+    /// Long source rows of 2-byte elements that start in more than one L1 set go in 256-byte runs
+    /// along them in 16 KiB blocks ([`Blocking::STREAMED_256`]), at any distance of destination
+    /// rows: two lines of each of 128 source rows a block, for the runtime's tiles of two 16-byte
+    /// tiles stacked where the CPU has AVX2, where 512-byte runs across in 8 KiB blocks read half a
+    /// line of each of 256. On the Zen 4 VM (one process timing pinned blockings back to back after
+    /// memcpy, medians of seven rounds), 8000² u16 ran at 0.91–1.03 of memcpy this way (two
+    /// processes) against 0.48–0.72 (four; with 16-byte tiles 0.65 against 0.44–0.51); the (0,2,1)
+    /// permutation of 64 × 512² u16 ran as fast (1.01–1.04 times, the old and new builds' kernels
+    /// alternating in one process). Measured there alone: on the Zen 3 and Intel VMs, where the
+    /// rule before won, and without AVX2, it is not known.
     ///
     /// ```
     /// use relayout::plan::Blocking;

@@ -665,11 +665,13 @@ impl<const SIZE: usize, const LANES: usize, const ASK_AHEAD: bool> Tile
 /// 16-byte tiles take 48 and 16). The shuffles are what holds 1- and 2-byte transposes back
 /// once their blocks read whole lines: on a 2-core AMD EPYC (Zen 4) VM, `relayout bench
 /// --no-tune` moved 256² u16 in the L2 at 31.6 GB/s with 16-byte tiles and 37.4 this way (u8
-/// 25.6 and 29.9), and beyond the cache (one process timing both builds' kernels in
-/// alternating order after memcpy, medians of 11 rounds) 8000² u16 ran 1.45–1.56 times as fast
-/// in 256-byte runs of 16 KiB blocks (with the blocking fitted before, 1.01–1.07), NCHW → NHWC
-/// of 32 images of 56² with 64 u16 channels 1.13–1.23 times and with 64 u8 channels (224²)
-/// 1.04–1.08 times; 8000² u8 0.98–1.04.
+/// 25.6 and 29.9). Beyond the cache, in the blocking fitted before (512-byte runs across in 8
+/// KiB blocks), 8000² u16 ran at 0.48–0.72 of memcpy against 0.44–0.51 (pinned blockings
+/// timed back to back after memcpy, separate processes); with the 2-byte blocking that came
+/// with these tiles ([`Blocking::streamed`](crate::plan::Blocking::streamed)), one process
+/// timing both builds' kernels in alternating order after memcpy (medians of 11 rounds) ran it
+/// 1.45–1.56 times as fast as before, NCHW → NHWC of 32 images of 56² with 64 u16 channels
+/// 1.13–1.23 times; with 64 u8 channels (224²) 1.04–1.08 times, 8000² u8 0.98–1.04.
 #[cfg(target_arch = "x86_64")]
 struct Stacked<const SIZE: usize, const LANES: usize>;
 
