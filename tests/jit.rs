@@ -534,24 +534,33 @@ fn large_transposes_stage_and_stream_by_default() {
 }
 
 #[test]
-fn odd_rows_stream_in_1k_runs_by_default() {
-    // Rows not whole lines apart on either side (odd extents) stream 1 KiB runs by default for
-    // 1-, 2- and 4-byte elements whose destination rows lie 1 KiB apart or more; 8-byte
-    // elements, and rows whole lines apart, keep their blockings (256 or 512 bytes).
-    for (elem_size, (rows, cols), run_bytes) in [
-        (1, (2100, 301), 1024),
-        (2, (1050, 601), 1024),
-        (4, (525, 301), 1024),
-        (4, (512, 301), 1024),
-        (4, (525, 320), 1024),
-        (4, (512, 320), 512),
-        (4, (512, 1024), 256),
-        (8, (263, 301), 512),
+fn odd_rows_stream_joined_512_byte_runs_in_32k_blocks_by_default() {
+    use relayout::plan::TransposeWrite;
+    // Rows not whole lines apart on either side (odd extents) stream 512-byte runs in 32 KiB
+    // blocks (64 runs a block) by default for 1-, 2- and 4-byte elements whose destination
+    // rows lie 1 KiB apart or more; 8-byte elements, and rows whole lines apart, keep their
+    // blockings (16 or 32 runs of 256 or 512 bytes a block). Runs join wherever the
+    // destination's rows are the odd ones, 8-byte elements' too.
+    for (elem_size, (rows, cols), run_bytes, runs) in [
+        (1, (2100, 301), 512, 64),
+        (2, (1050, 601), 512, 64),
+        (4, (525, 301), 512, 64),
+        (4, (512, 301), 512, 64),
+        (4, (525, 320), 512, 64),
+        (4, (512, 320), 512, 16),
+        (4, (512, 1024), 256, 32),
+        (8, (263, 301), 512, 16),
     ] {
-        let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
+        let (tile, write, plan) = default_transpose_checked(elem_size, rows, cols);
         assert_eq!(
-            tile.b.extent * elem_size,
-            run_bytes,
+            (tile.b.extent * elem_size, tile.a.extent),
+            (run_bytes, runs),
+            "{elem_size} bytes\n{plan}"
+        );
+        let odd_destination_rows = !(rows * elem_size).is_multiple_of(64);
+        assert_eq!(
+            matches!(write, TransposeWrite::Joined(_)),
+            odd_destination_rows,
             "{elem_size} bytes\n{plan}"
         );
     }

@@ -439,6 +439,15 @@ impl Blocking {
         ..Blocking::STREAMED_1K
     };
 
+    /// 512-byte runs, 64 rows a block (32 KiB), staged and streamed, walked along the source
+    /// rows, no macro blocks: the fitted blocking of transposes whose rows are not whole lines
+    /// apart ([`Blocking::streamed`]), whose runs join where the destination's rows start
+    /// inside a line (`relayout plan` says "joined").
+    pub const STREAMED_512_WIDE: Blocking = Blocking {
+        block_bytes: 32768,
+        ..Blocking::STREAMED_512
+    };
+
     /// 1 KiB runs, 16 rows a block, staged and streamed.
     pub const STREAMED_1K: Blocking = Blocking {
         run_bytes: 1024,
@@ -594,21 +603,28 @@ impl Blocking {
     /// 128 and 256 f32 channels, 128 u16, 32, 64 and 128 f64), 0.63–1.07 against 0.45–0.87 for the
     /// blocking fitted before; for far rows, see [`Blocking::STREAMED_256_AHEAD`].
     ///
-    /// Where the rows of either side are not a whole number of lines apart (odd extents), 1, 2
-    /// and 4-byte elements whose source rows are longer than a run and whose destination rows
-    /// lie at least 1 KiB apart go in 1 KiB runs along the source rows
-    /// ([`Blocking::STREAMED_1K`]). Every run of such rows then starts and ends
-    /// inside a line on one side or both: each line the destination's runs cover in part is
-    /// stored (read from memory first), and each the source's runs cover in part is read
-    /// twice, so longer runs leave fewer of them. On a 2-core AMD EPYC (Zen 3) VM (back-to-back
-    /// runs and runs after 48 MiB of other reads, medians of four each, ms): 3001 × 4999 u8
-    /// 7.7 against 11.7–12.2, u16 12.2–12.3 against 21.7–22.3, f32 22.5–27.2 against 28.9–30.0;
-    /// 3001 × 5008 f32 (destination rows odd only) 23.4–24.4 against 29.5–32.3, 5008 × 3001
-    /// f32 (source rows odd only) 14.4–15.8 against 22.5–24.2, 7999 × 8001 f32 88–91 against
-    /// 138–139, 8001 × 7999 u16 41–47 against 75–77, 4095 × 4097 f32 29.3–29.6 against
-    /// 37.2–37.6, the (0,2,1) permutation of 64 × 500² f32 20.4–23.1 against 32.3–32.8, 1000 ×
-    /// 30001 u16 18.7–24.9 against 32.4–35.4. Not for 8-byte elements: 2000 × 4001 f64 ran at
-    /// 19.9–21.4 against 15.4–16.5 (3001 × 4999 f64 43 against 47–48).
+    /// Where the rows of either side are not a whole number of lines apart (odd extents), 1, 2 and
+    /// 4-byte elements whose source rows are longer than a run and whose destination rows lie at
+    /// least 1 KiB apart go in 512-byte runs along the source rows in 32 KiB blocks
+    /// ([`Blocking::STREAMED_512_WIDE`]). Every run of such rows starts and ends inside a line on
+    /// one side or both: each line the destination's runs cover in part would be stored (read from
+    /// memory first), and each the source's runs cover in part is read twice. Runs of up to eight
+    /// lines join (see `relayout plan`: each block transposes a line's worth more source rows, so
+    /// that each run streams the line it shares with the next whole), and the wide blocks read a
+    /// line or two of each source row. Before the runs joined, 1 KiB runs in 16 KiB blocks
+    /// ([`Blocking::STREAMED_1K`]) left fewer lines in part; on a 2-core AMD EPYC (Zen 3) VM they
+    /// had taken 3001 × 4999 u8 from 11.7–12.2 ms to 7.7, u16 from 21.7–22.3 to 12.2–12.3 and f32
+    /// from 28.9–30.0 to 22.5–27.2 against 256-byte runs not joined. On a 2-core AMD EPYC (Zen 4)
+    /// VM (the two builds' untuned kernels alternating in one process after memcpy, medians of nine
+    /// rounds, new against old speed), these blocks took 3001 × 4999 u8 1.56 times as fast as the 1
+    /// KiB runs, 3001 × 5056 u8 (destination rows odd only) 1.64, 3008 × 4999 u8 (source rows odd
+    /// only) 1.55, 7999 × 8001 u8 1.43, 1000 × 30001 u8 1.75, 30001 × 1000 u8 1.67; u16 1.31, 1.22,
+    /// 1.24, 1.19, 1.19 and 1.21; 4095 × 4097 u8 1.15 and u16 1.39, 2001 × 2999 (in the L3) u8 1.09
+    /// and u16 1.27; f32 3001 × 4999 1.06–1.25 (three processes), 4095 × 4097 1.37, 7999 × 8001
+    /// 1.10, 3008 × 4999 1.02–1.04, 3001 × 5056 0.95–1.11, and lost 2–12% on the two long and
+    /// narrow shapes (1000 × 30001 0.92–0.98, 30001 × 1000 0.88–0.96), where the 1 KiB runs stay a
+    /// tuning candidate. Not for 8-byte elements: 2000 × 4001 f64 ran at 19.9–21.4 ms in 1 KiB runs
+    /// against 15.4–16.5 in the blocking below (Zen 3).
     ///
     /// Where destination rows lie no more than a cache line apart (NCHW → NCHW16c: 16 channels
     /// a row; NCHW → NHWC with 16 f32 channels or 8 f64), a few register tiles along them
@@ -669,7 +685,7 @@ impl Blocking {
     /// // The 4-D reversal of 64⁴ f32: rows 1 MiB apart.
     /// assert_eq!(Blocking::streamed(4, 1 << 20, 1 << 20, host), Blocking::STREAMED_256_GROUPED);
     /// // 3001 × 4999 u16: rows of 6002 and 9998 bytes, not whole lines.
-    /// assert_eq!(Blocking::streamed(2, 6002, 9998, host), Blocking::STREAMED_1K);
+    /// assert_eq!(Blocking::streamed(2, 6002, 9998, host), Blocking::STREAMED_512_WIDE);
     /// // 8000² u16: rows 16000 bytes apart, in 32 L1 sets; 8192² u16: all in one set.
     /// assert_eq!(Blocking::streamed(2, 16000, 16000, host), Blocking::STREAMED_256);
     /// assert_eq!(Blocking::streamed(2, 16384, 16384, host), Blocking::STREAMED_256_NARROW);
@@ -685,18 +701,21 @@ impl Blocking {
         src_row_bytes: usize,
         target: Target,
     ) -> Blocking {
-        let (runs, long_runs) = (
-            Blocking::STREAMED_256.run_bytes,
-            Blocking::STREAMED_1K.run_bytes,
-        );
+        // Destination rows at least this far apart take the odd rows' blocking.
+        const ODD_ROWS_MIN_DST_ROW_BYTES: usize = 1024;
+        let runs = Blocking::STREAMED_256.run_bytes;
         let whole_lines = |bytes: usize| bytes.is_multiple_of(target.line_bytes.max(1));
         let odd_rows = !(whole_lines(dst_row_bytes) && whole_lines(src_row_bytes));
         match elem_size {
             _ if short_source_rows(elem_size, src_row_bytes) => Blocking::STREAMED_512,
             _ if dst_row_bytes <= target.line_bytes => Blocking::STREAMED_TILES,
             4 if src_row_bytes <= 2 * target.line_bytes => Blocking::STREAMED_512,
-            0..=4 if odd_rows && src_row_bytes > runs && dst_row_bytes >= long_runs => {
-                Blocking::STREAMED_1K
+            0..=4
+                if odd_rows
+                    && src_row_bytes > runs
+                    && dst_row_bytes >= ODD_ROWS_MIN_DST_ROW_BYTES =>
+            {
+                Blocking::STREAMED_512_WIDE
             }
             0..=1 => Blocking::STREAMED_256.across(),
             2..=4 if src_row_bytes <= runs => Blocking::STREAMED_256.across(),
@@ -847,7 +866,9 @@ impl Tactics {
     /// ordinary stores and 10.9 streamed, where the source and destination stayed in its
     /// cache from one run to the next (`relayout bench`, one run each); and the prefetched
     /// stores in the destination's order (XLA's `T(8,128)` f32 tiles at 1.16–1.19 of memcpy on
-    /// the model-85 Xeon, against 1.11 in the source's order); and at the very last, register
+    /// the model-85 Xeon, against 1.11 in the source's order); then 512-byte runs in 32 KiB
+    /// blocks ([`Blocking::STREAMED_512_WIDE`], the default where rows are not whole lines
+    /// apart, for the transposes whose rows are); and at the very last, register
     /// tiles streamed straight to the destination in runs of 256 bytes across the source rows
     /// ([`Blocking::STREAMED_TILES`]), the fastest for a 2048 × 4096 f64 transpose on the
     /// model-167 Xeon, and at 0.08–0.11 of memcpy the slowest of all for every large transpose
@@ -858,7 +879,7 @@ impl Tactics {
     /// (the 64 MiB f64 transpose's runs take about 6 ms).
     ///
     /// [`Options::tune_budget`]: crate::Options::tune_budget
-    pub const CANDIDATES: [Tactics; 25] = [
+    pub const CANDIDATES: [Tactics; 26] = [
         Tactics::fitted(LargeWrites::Streamed),
         Tactics::fitted(LargeWrites::StreamedInPieces),
         Tactics::fixed(Blocking::STREAMED_128),
@@ -892,6 +913,7 @@ impl Tactics {
         Tactics::fixed(Blocking::STREAMED_256_AHEAD),
         Tactics::fitted(LargeWrites::Stored).ordered(LoopOrder::Source),
         Tactics::fitted(LargeWrites::Prefetched).ordered(LoopOrder::Destination),
+        Tactics::fixed(Blocking::STREAMED_512_WIDE),
         Tactics::fixed(Blocking::STREAMED_TILES),
     ];
 
@@ -1213,10 +1235,11 @@ mod tests {
             (4, 256, Blocking::STREAMED_512),
             (4, 1024, Blocking::STREAMED_512),
             (4, 1088, Blocking::STREAMED_512.across()),
-            // Source rows not whole lines apart: 1 KiB runs, but not for 8-byte elements.
-            (4, 1028, Blocking::STREAMED_1K),
-            (1, 4999, Blocking::STREAMED_1K),
-            (2, 9998, Blocking::STREAMED_1K),
+            // Source rows not whole lines apart: 512-byte runs in 32 KiB blocks, but not for
+            // 8-byte elements.
+            (4, 1028, Blocking::STREAMED_512_WIDE),
+            (1, 4999, Blocking::STREAMED_512_WIDE),
+            (2, 9998, Blocking::STREAMED_512_WIDE),
             (8, 39992, Blocking::STREAMED_256_AHEAD),
             (8, 4008, Blocking::STREAMED_512),
             (8, 512, Blocking::STREAMED_512),
@@ -1240,12 +1263,13 @@ mod tests {
                 == LoopOrder::Destination;
             assert_eq!(bands, short_source_rows(elem_size, src_row_bytes));
         }
-        // Destination rows not whole lines apart: 1 KiB runs where the source rows are longer
-        // than a run (3001 × 5008 f32), the blockings of short source rows where they are not.
+        // Destination rows not whole lines apart: 512-byte runs in 32 KiB blocks where the
+        // source rows are longer than a run (3001 × 5008 f32), the blockings of short source
+        // rows where they are not.
         for (elem_size, src_row_bytes, streamed) in [
-            (4, 20032, Blocking::STREAMED_1K),
-            (2, 3072, Blocking::STREAMED_1K),
-            (1, 3072, Blocking::STREAMED_1K),
+            (4, 20032, Blocking::STREAMED_512_WIDE),
+            (2, 3072, Blocking::STREAMED_512_WIDE),
+            (1, 3072, Blocking::STREAMED_512_WIDE),
             (4, 256, Blocking::STREAMED_512),
             (4, 128, Blocking::STREAMED_512),
             (2, 128, Blocking::STREAMED_256.across()),
