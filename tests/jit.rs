@@ -88,17 +88,19 @@ fn check_longest_run(src: &Layout, dst: &Layout, elem_size: usize, run: usize) {
     assert_eq!(runs.iter().max(), Some(&run), "{plan}");
     check_plan_moves_of(&plan, src, dst);
     match elem_size {
+        8 => check_pair_as::<u64>(src, dst, None),
         4 => check_pair_as::<u32>(src, dst, None),
         _ => check_pair_as::<u16>(src, dst, None),
     }
 }
 
 #[test]
-fn close_destination_rows_take_two_lines_a_block() {
-    // NCHW -> NHWC of 56² pixels with 64 channels: destination rows of 256 (f32) or 128 (u16)
-    // bytes. Four images (3.1 or 1.5 MiB) write 128-byte runs; one image of u16 (392 KiB)
+fn close_destination_rows_beyond_the_l2_take_longer_runs() {
+    // NCHW -> NHWC of 56² pixels with 64 channels: destination rows of 512 (f64), 256 (f32)
+    // or 128 (u16) bytes. Four images (6.1, 3.1 or 1.5 MiB) of f32 and u16 write 256-byte runs
+    // in 16 KiB blocks (whole rows of u16), of f64 128-byte runs; one image of u16 (392 KiB)
     // stays in the L2 and writes one line of each row.
-    for (images, elem_size, run) in [(4, 4, 32), (4, 2, 64), (1, 2, 32)] {
+    for (images, elem_size, run) in [(4, 4, 64), (4, 2, 64), (4, 8, 16), (1, 2, 32)] {
         let src = Layout::row_major(&[images, 64, 3136]).unwrap();
         let dst = Layout::ordered(&[images, 64, 3136], &[0, 2, 1]).unwrap();
         check_longest_run(&src, &dst, elem_size, run);
@@ -124,15 +126,17 @@ fn short_source_rows_take_512_byte_runs() {
 
 #[test]
 fn macro_blocks_of_a_prime_strip_count_are_cut_ragged() {
-    use relayout::plan::Plan;
+    use relayout::plan::{Blocking, Plan, Tactics};
     // u16 rows 6 KiB apart, 128-row strips: 23 strips (a prime) would make one macro block of
     // 2944 rows, one page each; the planner cuts 16 strips in macro blocks of 8 and a region
     // of the 7 left, beside the regions of the strips' and blocks' tails. Its 17.7 MB stream
     // on a host whose last-level cache is under 71 MB, so the target is one that does not.
     let src = Layout::row_major(&[2950, 3001]).unwrap();
     let dst = Layout::col_major(&[2950, 3001]).unwrap();
+    // The blocking of 256-byte runs in 4 KiB blocks, 16 strips a macro block.
     let roomy = common::streams_from_1_gib();
-    let plan = Plan::with_tactics(&src, &dst, 2, Default::default(), roomy).unwrap();
+    let long_runs = Tactics::fixed(Blocking::LONG_RUNS);
+    let plan = Plan::with_tactics(&src, &dst, 2, long_runs, roomy).unwrap();
     assert!(!plan.streams(), "{plan}");
     let strip_loops: Vec<usize> = plan
         .regions()

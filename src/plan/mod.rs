@@ -49,6 +49,7 @@ pub use ir::{
 pub use lines::LineOffsets;
 pub use tactics::{
     short_source_rows, BlockWrite, Blocking, LargeWrites, LoopOrder, Tactics, Tiling,
+    SHORT_SOURCE_ROW_MAX_BYTES,
 };
 pub use verify::{Rule, Violation};
 

@@ -124,8 +124,11 @@ impl LoopOrder {
 /// (NHWC → NCHW of 256 and 512 u8 channels: 0.43–0.47 of memcpy against 0.49–0.51) on the
 /// 2-core AMD EPYC (Zen 4) VM.
 pub const fn short_source_rows(elem_size: usize, src_row_bytes: usize) -> bool {
-    elem_size >= 2 && src_row_bytes >= 256 && src_row_bytes <= 1024
+    elem_size >= 2 && src_row_bytes >= 256 && src_row_bytes <= SHORT_SOURCE_ROW_MAX_BYTES
 }
+
+/// The longest source rows that [`short_source_rows`] calls short: 1 KiB.
+pub const SHORT_SOURCE_ROW_MAX_BYTES: usize = 1024;
 
 /// How transposes are cut into blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -432,6 +435,15 @@ impl Blocking {
         ..Blocking::STREAMED_512
     };
 
+    /// 256-byte runs in 16 KiB blocks (four lines of each of 64 source rows of f32), 4 × 4
+    /// macro blocks, stored in place: the geometry of [`Blocking::STREAMED_256`] for
+    /// destinations that do not stream. The fitted blocking of transposes beyond the L2
+    /// ([`Blocking::fitted`]).
+    pub const LLC_RUNS: Blocking = Blocking {
+        write: BlockWrite::InPlace,
+        ..Blocking::STREAMED_256
+    };
+
     /// 1 KiB runs, 16 rows a block, stored in place, no macro blocks: the fitted blocking of
     /// 4-byte transposes that run from the L2 ([`Blocking::fitted`]).
     pub const L2_RUNS: Blocking = Blocking {
@@ -494,6 +506,22 @@ impl Blocking {
     /// than with the default (NCHW → NHWC with 64 channels: 0.62 against 0.77–0.79) and take
     /// 128-byte runs instead (above).
     ///
+    /// Beyond the L2, 2- and 4-byte elements whose source rows are longer than short ones (more
+    /// than [`SHORT_SOURCE_ROW_MAX_BYTES`]) and whose destination rows are longer than a line (and
+    /// do not all start in one L1 set) take 256-byte runs in 16 KiB blocks instead
+    /// ([`Blocking::LLC_RUNS`]: four lines of each of 64 f32 source rows a block, where the rules
+    /// above read one or two): such transposes stay in the last-level cache (larger ones stream).
+    /// On a 2-core AMD EPYC (Zen 4) VM (the build before and this one, untuned, alternating in one
+    /// process after memcpy, each kernel eight times a round, medians of 15 rounds, new against old
+    /// speed over two to five processes): 1001 × 1999 f32 1.22–1.44, 1000² f32 1.04–1.17, 1536 ×
+    /// 1200 f32 (rows in two L1 sets) 1.05–1.44, 1200 × 1536 1.29–1.34, 700 × 2100 0.99–1.42; NCHW
+    /// → NHWC of 8 images of 56² with 64 f32 channels 0.98–1.48, 2 images of 256 channels
+    /// 0.94–1.46, 8 images of 128 u16 channels 0.97–1.16; 1501 × 1499 u16 1.01–1.18, 2000 × 1000
+    /// u16 0.98–1.21. Kernels whose plans did not change ran at 0.79–1.18 times the old speed in
+    /// the same runs, so single figures mean little. 8-byte elements lost that way (NCHW → NHWC
+    /// with 32 f64 channels: 0.66–0.72), as did 2-byte source rows of 128 bytes (NHWC → NCHW of 64
+    /// u16 channels: 0.87–0.93) and 2000² u8 (0.93); they keep the rules above and below.
+    ///
     /// 4-byte elements whose destination holds at most [`Blocking::BEYOND_L2_BYTES`] (so that
     /// source and destination fit a 2 MiB L2 together) take 1 KiB runs in 16 KiB blocks, in
     /// place, with no macro blocks ([`Blocking::L2_RUNS`]), unless their rows all start in one
@@ -524,11 +552,13 @@ impl Blocking {
     ///
     /// let host = Target::host();
     /// // 2000² f32: rows 8000 bytes apart, starting in every L1 set.
-    /// assert_eq!(Blocking::fitted(4, 8000, 8000, 16_000_000, host), Blocking::LONG_RUNS);
+    /// assert_eq!(Blocking::fitted(4, 8000, 8000, 16_000_000, host), Blocking::LLC_RUNS);
+    /// assert_eq!(Blocking::fitted(8, 8000, 8000, 16_000_000, host), Blocking::LONG_RUNS);
     /// assert_eq!(Blocking::fitted(1, 8000, 8000, 4_000_000, host), Blocking::DEFAULT);
     /// // NCHW -> NHWC of 32 images of 56² with 64 f32 channels: destination rows of 256
     /// // bytes, one after another, source rows of 56² f32; 150 × 64 f32 stays in the L2.
-    /// assert_eq!(Blocking::fitted(4, 256, 12_544, 25_690_112, host), Blocking::MEDIUM_RUNS);
+    /// assert_eq!(Blocking::fitted(4, 256, 12_544, 25_690_112, host), Blocking::LLC_RUNS);
+    /// assert_eq!(Blocking::fitted(8, 256, 25_088, 51_380_224, host), Blocking::MEDIUM_RUNS);
     /// assert_eq!(Blocking::fitted(4, 256, 600, 38_400, host), Blocking::L2_RUNS);
     /// assert_eq!(Blocking::fitted(2, 256, 600, 19_200, host), Blocking::DEFAULT);
     /// assert_eq!(Blocking::fitted(1, 256, 3136, 6_422_528, host), Blocking::DEFAULT);
@@ -546,6 +576,13 @@ impl Blocking {
         match target.start_sets(row_bytes) {
             1 => Blocking::STAGED_RUNS,
             _ if elem_size == 4 && dst_bytes <= Blocking::BEYOND_L2_BYTES => Blocking::L2_RUNS,
+            _ if beyond_l2
+                && matches!(elem_size, 2 | 4)
+                && row_bytes > target.line_bytes
+                && src_row_bytes > SHORT_SOURCE_ROW_MAX_BYTES =>
+            {
+                Blocking::LLC_RUNS
+            }
             2 => Blocking::LONG_RUNS,
             _ if beyond_l2
                 && short_source_rows(elem_size, src_row_bytes)
@@ -561,9 +598,10 @@ impl Blocking {
     }
 
     /// From how many bytes of destination the fitted blocking of transposes that do not stream
-    /// is chosen for memory rather than for the L2 ([`Blocking::fitted`]): 512-byte runs from
-    /// short source rows ([`Blocking::SHORT_SOURCE_RUNS`]) and 128-byte runs into rows closer
-    /// than [`Blocking::FAR_DESTINATION_ROW_BYTES`] ([`Blocking::MEDIUM_RUNS`]). 1 MiB, about
+    /// is chosen for memory rather than for the L2 ([`Blocking::fitted`]): 256-byte runs in 16
+    /// KiB blocks from long source rows ([`Blocking::LLC_RUNS`]), 512-byte runs from short
+    /// ones ([`Blocking::SHORT_SOURCE_RUNS`]) and 128-byte runs into rows closer than
+    /// [`Blocking::FAR_DESTINATION_ROW_BYTES`] ([`Blocking::MEDIUM_RUNS`]). 1 MiB, about
     /// what leaves a core's L2 cache. Smaller transposes run from the L2 and are bound by their
     /// tiles and edges, not by memory: on a 2-core Intel Xeon VM (family 6, model 167),
     /// untuned, 150² f32 moved 26 GB/s with 128-byte runs against 30–32 with the default, and
@@ -1164,8 +1202,11 @@ mod tests {
         let (large, small) = (2 * Blocking::BEYOND_L2_BYTES, Blocking::BEYOND_L2_BYTES - 1);
         // (element size, destination rows, source rows, destination bytes, blocking). Source
         // rows of 256 and 512 bytes beyond the L2 take 512-byte runs, wherever the destination
-        // rows start; not 1-byte elements, rows of a KiB, nor rows in two L1 sets. 4-byte
-        // elements up to 1 MiB of destination take 1 KiB runs unless their rows start in one set.
+        // rows start; not 1-byte elements, rows of a KiB, nor rows in two L1 sets. Longer
+        // source rows of 2- and 4-byte elements beyond the L2 take 256-byte runs in 16 KiB
+        // blocks into destination rows longer than a line, unless those start in one set.
+        // 4-byte elements up to 1 MiB of destination take 1 KiB runs unless their rows start
+        // in one set.
         let long = 8000;
         let mut cases = vec![
             (1, 3072, long, large, Blocking::DEFAULT),
@@ -1177,13 +1218,17 @@ mod tests {
                 2048,
                 long,
                 Blocking::BEYOND_L2_BYTES + 1,
-                Blocking::LONG_RUNS,
+                Blocking::LLC_RUNS,
             ),
             (4, 4096, long, small, Blocking::STAGED_RUNS),
-            (4, 960, long, large, Blocking::MEDIUM_RUNS),
+            (4, 960, long, large, Blocking::LLC_RUNS),
+            (8, 960, long, large, Blocking::MEDIUM_RUNS),
+            (8, 3072, long, large, Blocking::LONG_RUNS),
+            (2, 3072, long, large, Blocking::LLC_RUNS),
+            (4, 3072, 1024, large, Blocking::LONG_RUNS),
             (4, 960, long, small, Blocking::L2_RUNS),
             (2, 960, long, small, Blocking::DEFAULT),
-            (2, 256, long, large, Blocking::MEDIUM_RUNS),
+            (2, 256, long, large, Blocking::LLC_RUNS),
             (1, 960, long, large, Blocking::DEFAULT),
             (4, 64, long, large, Blocking::DEFAULT),
             (1, 2048, long, small, Blocking::LONG_RUNS),
