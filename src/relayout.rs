@@ -16,11 +16,15 @@ use crate::target::Target;
 use crate::tune::{Margin, Shares, Step, Tuner};
 
 /// Destinations from this many bytes are tuned ([`Options::tune`]) even where they do not stream:
-/// they outgrow the L2 cache, and how they are best blocked and ordered depends on the
-/// last-level cache. On a 2-core Intel Xeon VM (family 6, model 167), whose 24.5 MiB tensors
-/// stay in its cache and are written with ordinary stores, NHWC → NCHW tuned among the stored
-/// blockings ran at 9.8–10.4 GB/s and with the default alone at 8.9–9.1.
-const TUNE_MIN_BYTES: usize = 8 << 20;
+/// 1 MiB ([`Blocking::BEYOND_L2_BYTES`]), from where they outgrow the L2 cache, and how they are
+/// best blocked and ordered depends on the last-level cache. On a 2-core Intel Xeon VM (family
+/// 6, model 167), whose 24.5 MiB tensors stay in its cache and are written with ordinary
+/// stores, NHWC → NCHW tuned among the stored blockings ran at 9.8–10.4 GB/s and with the
+/// default alone at 8.9–9.1. On a 2-core AMD EPYC (Zen 4) VM, tuning from 1 MiB rather than 8
+/// took 1001 × 1999 f32 (7.6 MiB, in its 32 MiB cache) from 0.45–0.46 of memcpy to 0.52–0.53
+/// and left 700 × 2100 f32, 1501 × 1499 u16, 1024² f32 and 1024² u16 as fast as before
+/// (`relayout bench`, tuned, two alternating runs of each build), tuning in 24–92 ms.
+const TUNE_MIN_BYTES: usize = Blocking::BEYOND_L2_BYTES;
 
 /// A plain element type a kernel can move: the primitive integers and floats of 1, 2, 4 and 8
 /// bytes. (Use `u16` for `f16`/`bf16` data: a relayout only moves bits.)
@@ -305,7 +309,7 @@ impl Options {
     /// within [`Options::tune_budget`] (two candidates are always measured), so for the largest
     /// tensors only the first candidates in rank are measured. The choice is remembered for the
     /// process (and [`crate::tuning`] keeps it across processes). Pairs with destinations under
-    /// 8 MiB that do not stream (under the target's
+    /// 1 MiB that do not stream (under the target's
     /// [`stream_min_bytes`](Target::stream_min_bytes)) or with a single distinct candidate are
     /// not tuned, nor are relayouts whose tactics [`Options::tactics`] pins.
     pub fn tune(self, on: bool) -> Options {

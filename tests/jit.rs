@@ -1242,16 +1242,16 @@ fn tuning_measures_the_candidates_then_keeps_one() {
 
 #[test]
 fn large_destinations_that_do_not_stream_are_tuned_too() {
-    // A 9 MB transpose on a machine whose cache holds it (streaming from 1 GiB): its blockings
-    // with ordinary stores are still measured, from 8 MiB of destination.
+    // A 1.6 MB transpose on a machine whose cache holds it (streaming from 1 GiB): its
+    // blockings with ordinary stores are still measured, from 1 MiB of destination.
     let roomy = common::streams_from_1_gib();
-    let src = Layout::row_major(&[1100, 2048]).unwrap();
-    let dst = Layout::col_major(&[1100, 2048]).unwrap();
+    let src = Layout::row_major(&[200, 2048]).unwrap();
+    let dst = Layout::col_major(&[200, 2048]).unwrap();
     let runs = tune_to_the_end(&src, &dst, roomy);
     assert!(runs >= 14, "at least two candidates, seven runs each");
-    // Under 8 MiB, nothing is measured.
-    let small = Layout::row_major(&[900, 2048]).unwrap();
-    let small_t = Layout::col_major(&[900, 2048]).unwrap();
+    // Under 1 MiB, nothing is measured.
+    let small = Layout::row_major(&[120, 2048]).unwrap();
+    let small_t = Layout::col_major(&[120, 2048]).unwrap();
     let options = relayout::Options::new()
         .elem_size(4)
         .tune(true)
