@@ -75,17 +75,39 @@ fn transposes_into_rows_that_share_l1_sets() {
 /// Checks that the transposes of `src -> dst` for `elem_size`-byte elements write runs of at
 /// most `run` elements, that long, and that the plan and its kernel move every element right.
 fn check_longest_run(src: &Layout, dst: &Layout, elem_size: usize, run: usize) {
-    use relayout::plan::{Kernel, Plan};
-    let plan = Plan::new(src, dst, elem_size).unwrap();
-    let runs: Vec<usize> = plan
+    check_longest_block(src, dst, elem_size, (run, None));
+}
+
+/// Checks that the transposes of `src -> dst` for `elem_size`-byte elements, planned for a
+/// target that does not stream them, write runs of at most `run` elements, that long, in
+/// blocks of at most `width` destination rows, that many (where given), and that the plan and
+/// its kernel move every element right.
+fn check_longest_block(
+    src: &Layout,
+    dst: &Layout,
+    elem_size: usize,
+    (run, width): (usize, Option<usize>),
+) {
+    use relayout::plan::{Kernel, Plan, Tactics};
+    let roomy = common::streams_from_1_gib();
+    let plan = Plan::with_tactics(src, dst, elem_size, Tactics::default(), roomy).unwrap();
+    let tiles: Vec<_> = plan
         .regions()
         .iter()
         .filter_map(|r| match r.kernel {
-            Kernel::Transpose { tile, .. } => Some(tile.b.extent),
+            Kernel::Transpose { tile, .. } => Some(tile),
             _ => None,
         })
         .collect();
-    assert_eq!(runs.iter().max(), Some(&run), "{plan}");
+    let runs = tiles.iter().map(|t| t.b.extent).max();
+    assert_eq!(runs, Some(run), "{plan}");
+    if let Some(width) = width {
+        assert_eq!(
+            tiles.iter().map(|t| t.a.extent).max(),
+            Some(width),
+            "{plan}"
+        );
+    }
     check_plan_moves_of(&plan, src, dst);
     match elem_size {
         8 => check_pair_as::<u64>(src, dst, None),
@@ -97,13 +119,19 @@ fn check_longest_run(src: &Layout, dst: &Layout, elem_size: usize, run: usize) {
 #[test]
 fn close_destination_rows_beyond_the_l2_take_longer_runs() {
     // NCHW -> NHWC of 56² pixels with 64 channels: destination rows of 512 (f64), 256 (f32)
-    // or 128 (u16) bytes. Four images (6.1, 3.1 or 1.5 MiB) of f32 and u16 write 256-byte runs
-    // in 16 KiB blocks (whole rows of u16), of f64 128-byte runs; one image of u16 (392 KiB)
-    // stays in the L2 and writes one line of each row.
-    for (images, elem_size, run) in [(4, 4, 64), (4, 2, 64), (4, 8, 16), (1, 2, 32)] {
+    // or 128 (u16) bytes, in a cache that holds them. Four images (6.1, 3.1 or 1.5 MiB) of f32
+    // write 256-byte runs, 64 a block (16 KiB), of u16 their whole rows, 64 a block (8 KiB;
+    // 128-byte runs in 4 KiB blocks had been 32), of f64 128-byte runs, 32 a block; one image
+    // of u16 (392 KiB) stays in the L2 and writes one line of each row.
+    for (images, elem_size, block) in [
+        (4, 4, (64, Some(64))),
+        (4, 2, (64, Some(64))),
+        (4, 8, (16, Some(32))),
+        (1, 2, (32, None)),
+    ] {
         let src = Layout::row_major(&[images, 64, 3136]).unwrap();
         let dst = Layout::ordered(&[images, 64, 3136], &[0, 2, 1]).unwrap();
-        check_longest_run(&src, &dst, elem_size, run);
+        check_longest_block(&src, &dst, elem_size, block);
     }
 }
 
@@ -121,6 +149,44 @@ fn short_source_rows_take_512_byte_runs() {
         let src = Layout::row_major(&[images, 3136, channels]).unwrap();
         let dst = Layout::ordered(&[images, 3136, channels], &[0, 2, 1]).unwrap();
         check_longest_run(&src, &dst, elem_size, run);
+    }
+}
+
+#[test]
+fn macro_blocks_of_a_prime_block_count_are_cut_ragged() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Blocking, Plan, Tactics};
+    // 500 × 1088 u16 in 256-byte runs, 64 elements of each source row a block: 17 blocks a
+    // strip (a prime), 4 a macro block. Where the strips have a loop, the planner puts 16
+    // blocks in macro blocks of 4 and gives the one left a region of its own (the rest of the
+    // strips, one strip, walks its 17 blocks in one loop). On one and two threads, in guard
+    // pages.
+    let src = Layout::row_major(&[500, 1088]).unwrap();
+    let dst = Layout::col_major(&[500, 1088]).unwrap();
+    let pin = Pin {
+        tactics: Tactics::fixed(Blocking::LLC_RUNS),
+        target: common::streams_from_1_gib(),
+    };
+    let plan = Plan::with_tactics(&src, &dst, 2, pin.tactics, pin.target).unwrap();
+    let strip = 128 * 1088;
+    let block_loops: Vec<usize> = plan
+        .regions()
+        .iter()
+        .filter(|r| r.loops.iter().any(|l| l.src_stride == strip))
+        .flat_map(|r| r.loops.iter().filter(|l| l.src_stride == 64))
+        .map(|l| l.extent)
+        .collect();
+    assert!(block_loops.contains(&4), "{plan}");
+    assert!(!block_loops.contains(&17), "{plan}");
+    common::check_plan_moves_of(&plan, &src, &dst);
+    for threads in [1, 2] {
+        let run = Run {
+            elem_size: 2,
+            pad: None,
+            threads,
+            pin: Some(pin),
+        };
+        check_guarded(&src, &dst, run).unwrap_or_else(|e| panic!("{e}\n{plan}"));
     }
 }
 

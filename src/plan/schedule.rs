@@ -741,13 +741,12 @@ fn block_transpose(
     out
 }
 
-/// Whether the strips of destination runs of a transpose blocked as `blocking` (`strip`
-/// elements along `b`, blocks of up to `width` along `a`) join their runs
-/// ([`TransposeWrite::Joined`]): where they are staged and streamed, at least two whole strips
-/// long, each of one to eight cache lines ([`MAX_JOINED_RUN_LINES`]), the destination's rows
-/// (one per step of `a`) are not whole lines apart, so that most runs start and end inside a
-/// line; of elements that move as they are, and the block with a line's worth more along `b`
-/// still fits the staging limit.
+/// Whether the strips of destination runs of a transpose blocked as `blocking` (`strip` elements
+/// along `b`, blocks of up to `width` along `a`) join their runs ([`TransposeWrite::Joined`]):
+/// where they are staged and streamed, at least two whole strips long, each a whole number of cache
+/// lines up to 512 bytes ([`MAX_JOINED_RUN_BYTES`]), the destination's rows (one per step of `a`)
+/// are not whole lines apart, so that most runs start and end inside a line; of elements that move
+/// as they are, and the block with a line's worth more along `b` still fits the staging limit.
 fn joins_runs(
     tile: TransposeTile,
     strip: usize,
@@ -763,13 +762,13 @@ fn joins_runs(
         && cx.zips
         && tile.b.extent / strip >= 2
         && (strip * size).is_multiple_of(line)
-        && strip * size <= MAX_JOINED_RUN_LINES * line
+        && strip * size <= MAX_JOINED_RUN_BYTES
         && !(tile.a.dst_stride.unsigned_abs() as usize * size).is_multiple_of(line)
         && cx.fits(width.min(tile.a.extent) * (strip + line / size))
 }
 
-/// Cache lines a run may span for [`joins_runs`] to join it: 8, the 512-byte runs of the blocking
-/// fitted to rows that are not whole lines apart ([`Blocking::STREAMED_512_WIDE`]). Joining spares
+/// The longest runs [`joins_runs`] joins: 512 bytes, the runs of the blocking fitted to rows
+/// that are not whole lines apart ([`Blocking::STREAMED_512_WIDE`]). Joining spares
 /// the runs the reads of the lines they share (each asked for early, but read from memory before
 /// its ordinary stores), and costs the transpose of a line's worth more source rows a block. On a
 /// 2-core Intel Xeon VM (family 6, model 85), in `relayout bench --candidates --runs 5` (two rounds
@@ -779,7 +778,8 @@ fn joins_runs(
 /// spread, or lost up to 0.06, and 1- and 2-byte elements lost (with the 16-byte tiles of then). On
 /// a 2-core AMD EPYC (Zen 4) VM, with the stacked tiles of 1- and 2-byte elements, the same pinned
 /// blocking joined against not (both builds' kernels alternating in one process after memcpy,
-/// medians of nine rounds): 512-byte runs in 32 KiB blocks, four blocks a macro block, took 3001 ×
+/// medians of nine rounds): 512-byte runs in 32 KiB blocks (four blocks a macro block, where the
+/// fitted blocking has none), took 3001 ×
 /// 4999 u8 1.31 times as fast, 6001 × 8001 u8 1.38, 3001 × 4999 f32 1.61 and 2001 × 4001 f32 1.23;
 /// in 16 KiB blocks, 3001 × 4999 u16 1.27 and 3001 × 5056 u16 (destination rows odd only) 1.42;
 /// 256-byte runs in 16 KiB blocks, 3001 × 4999 u16 1.94 and f32 1.35; and the blockings fitted to
@@ -787,7 +787,7 @@ fn joins_runs(
 /// fast, 4095 × 4097 1.46–1.49, 30001 × 1000 1.36–1.38, 2001 × 4001 0.92–0.98 and 1000 × 30001
 /// 0.90–0.99 (two processes each). Runs of 1 and 2 KiB gained on some shapes and lost on others
 /// (7999 × 8001 u16 0.84–0.91) and do not join.
-const MAX_JOINED_RUN_LINES: usize = 8;
+const MAX_JOINED_RUN_BYTES: usize = 512;
 
 /// `kernel` (a staged and streamed transpose) with its runs joined as `join` says; any other
 /// kernel as it is.
@@ -1075,8 +1075,8 @@ enum MacroLoop {
 /// divisor of their count within `most` comes within half of the macro block's count
 /// (`target`, at most `most`) and, for strips, the divisor nearest `target` is more than
 /// `most`: a prime count of 23 strips, 16 asked for and at most 8 allowed, becomes 16 and 7
-/// instead of one group of 23 or 23 of one; 79 blocks, 4 asked for, become 76 and 3. Other
-/// regions stay as they are.
+/// instead of one group of 23 or 23 of one; 79 blocks, 4 asked for, become 76 and 3. Counts
+/// below the macro block's, and other regions, stay as they are.
 ///
 /// Without the cut, blocks without such a divisor group one at a time, and macro blocks of
 /// strips alone ran slower than none: on a 2-core AMD EPYC (Zen 4) VM a 3072 × 5056 u16
@@ -1104,10 +1104,11 @@ fn cut_macro_loop(
         MacroLoop::Strips => (outer, strips),
         MacroLoop::Blocks => (outer + 1, blocks),
     };
-    let (_, unbounded) = group(cut, target, usize::MAX);
     let (_, grouped) = group(cut, width, most);
-    let allowed = which == MacroLoop::Strips && unbounded.extent <= most;
-    if allowed || grouped.extent * 2 >= width {
+    // Strips group by their nearest divisor wherever `most` allows it.
+    let strips_allowed =
+        || which == MacroLoop::Strips && group(cut, target, usize::MAX).1.extent <= most;
+    if cut.extent < width || grouped.extent * 2 >= width || strips_allowed() {
         return vec![region];
     }
     let (whole, rest) = (cut.extent / width * width, cut.extent % width);
@@ -1493,11 +1494,20 @@ mod tests {
         assert_eq!(parts[1].dst_base, 7 + 76 * 16 * 3001);
         let divisible = Region {
             loops: vec![l(2, 1, 1), strips, blocks.with_extent(78)],
-            ..region
+            ..region.clone()
         };
         assert_eq!(
             cut_macro_loop(divisible.clone(), 1, MacroLoop::Blocks, 4, usize::MAX),
             [divisible]
+        );
+        // Fewer blocks than a macro block's (2 of 5) stay whole: no region of none.
+        let few = Region {
+            loops: vec![l(2, 1, 1), strips, blocks.with_extent(2)],
+            ..region
+        };
+        assert_eq!(
+            cut_macro_loop(few.clone(), 1, MacroLoop::Blocks, 5, usize::MAX),
+            [few]
         );
     }
 }

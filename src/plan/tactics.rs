@@ -437,8 +437,9 @@ impl Blocking {
 
     /// 256-byte runs in 16 KiB blocks (four lines of each of 64 source rows of f32), 4 × 4
     /// macro blocks, stored in place: the geometry of [`Blocking::STREAMED_256`] for
-    /// destinations that do not stream. The fitted blocking of transposes beyond the L2
-    /// ([`Blocking::fitted`]).
+    /// destinations that do not stream. The fitted blocking of transposes of 2- and 4-byte
+    /// elements that stay in the last-level cache, from long source rows into destination rows
+    /// longer than a line ([`Blocking::fitted`]).
     pub const LLC_RUNS: Blocking = Blocking {
         write: BlockWrite::InPlace,
         ..Blocking::STREAMED_256
@@ -506,11 +507,13 @@ impl Blocking {
     /// than with the default (NCHW → NHWC with 64 channels: 0.62 against 0.77–0.79) and take
     /// 128-byte runs instead (above).
     ///
-    /// Beyond the L2, 2- and 4-byte elements whose source rows are longer than short ones (more
-    /// than [`SHORT_SOURCE_ROW_MAX_BYTES`]) and whose destination rows are longer than a line (and
-    /// do not all start in one L1 set) take 256-byte runs in 16 KiB blocks instead
-    /// ([`Blocking::LLC_RUNS`]: four lines of each of 64 f32 source rows a block, where the rules
-    /// above read one or two): such transposes stay in the last-level cache (larger ones stream).
+    /// Beyond the L2 and below the size from which the target streams
+    /// ([`Target::stream_min_bytes`]), 2- and 4-byte elements whose source rows are longer than
+    /// short ones (more than [`SHORT_SOURCE_ROW_MAX_BYTES`]) and whose destination rows are longer
+    /// than a line (and do not all start in one L1 set) take 256-byte runs in 16 KiB blocks
+    /// instead ([`Blocking::LLC_RUNS`]: four lines of each of 64 f32 source rows a block, where
+    /// the rules above read one or two): such transposes stay in the last-level cache. Larger
+    /// ones stream, or, in the tuning candidates that store them, keep the rules above.
     /// On a 2-core AMD EPYC (Zen 4) VM (the build before and this one, untuned, alternating in one
     /// process after memcpy, each kernel eight times a round, medians of 15 rounds, new against old
     /// speed over two to five processes): 1001 × 1999 f32 1.22–1.44, 1000² f32 1.04–1.17, 1536 ×
@@ -550,9 +553,14 @@ impl Blocking {
     /// use relayout::plan::Blocking;
     /// use relayout::Target;
     ///
-    /// let host = Target::host();
+    /// // A host whose cache holds 128 MiB: writes stream from 32 MiB.
+    /// let host = Target {
+    ///     stream_min_bytes: 32 << 20,
+    ///     ..Target::host()
+    /// };
     /// // 2000² f32: rows 8000 bytes apart, starting in every L1 set.
     /// assert_eq!(Blocking::fitted(4, 8000, 8000, 16_000_000, host), Blocking::LLC_RUNS);
+    /// assert_eq!(Blocking::fitted(4, 8000, 8000, 40_000_000, host), Blocking::LONG_RUNS);
     /// assert_eq!(Blocking::fitted(8, 8000, 8000, 16_000_000, host), Blocking::LONG_RUNS);
     /// assert_eq!(Blocking::fitted(1, 8000, 8000, 4_000_000, host), Blocking::DEFAULT);
     /// // NCHW -> NHWC of 32 images of 56² with 64 f32 channels: destination rows of 256
@@ -577,6 +585,7 @@ impl Blocking {
             1 => Blocking::STAGED_RUNS,
             _ if elem_size == 4 && dst_bytes <= Blocking::BEYOND_L2_BYTES => Blocking::L2_RUNS,
             _ if beyond_l2
+                && dst_bytes < target.stream_min_bytes
                 && matches!(elem_size, 2 | 4)
                 && row_bytes > target.line_bytes
                 && src_row_bytes > SHORT_SOURCE_ROW_MAX_BYTES =>
@@ -597,22 +606,26 @@ impl Blocking {
         }
     }
 
-    /// From how many bytes of destination the fitted blocking of transposes that do not stream
-    /// is chosen for memory rather than for the L2 ([`Blocking::fitted`]): 256-byte runs in 16
-    /// KiB blocks from long source rows ([`Blocking::LLC_RUNS`]), 512-byte runs from short
-    /// ones ([`Blocking::SHORT_SOURCE_RUNS`]) and 128-byte runs into rows closer than
-    /// [`Blocking::FAR_DESTINATION_ROW_BYTES`] ([`Blocking::MEDIUM_RUNS`]). 1 MiB, about
-    /// what leaves a core's L2 cache. Smaller transposes run from the L2 and are bound by their
-    /// tiles and edges, not by memory: on a 2-core Intel Xeon VM (family 6, model 167),
-    /// untuned, 150² f32 moved 26 GB/s with 128-byte runs against 30–32 with the default, and
-    /// 200 × 300 f32 30 against 39–41, while 200 × 1000 ran as fast either way; 1000 × 128 f32
-    /// moved 21–22 GB/s with 512-byte runs against 24 with the default, and 4000 × 128 u16
-    /// 16–17 against 18. From this size on, relayouts also run kernels planned for buffers that
-    /// start part-way into a cache line ([`Plan::with_tactics_at`](crate::plan::Plan::with_tactics_at)).
+    /// From how many bytes of destination the fitted blocking of transposes that do not stream is
+    /// chosen for memory rather than for the L2 ([`Blocking::fitted`]): 256-byte runs in 16 KiB
+    /// blocks from long source rows ([`Blocking::LLC_RUNS`]), 512-byte runs from short ones
+    /// ([`Blocking::SHORT_SOURCE_RUNS`]) and 128-byte runs into rows closer than
+    /// [`Blocking::FAR_DESTINATION_ROW_BYTES`] ([`Blocking::MEDIUM_RUNS`]). 1 MiB, about what
+    /// leaves a core's L2 cache. Smaller transposes run from the L2 and are bound by their tiles
+    /// and edges, not by memory: on a 2-core Intel Xeon VM (family 6, model 167), untuned, 150² f32
+    /// moved 26 GB/s with 128-byte runs against 30–32 with the default, and 200 × 300 f32 30
+    /// against 39–41, while 200 × 1000 ran as fast either way; 1000 × 128 f32 moved 21–22 GB/s with
+    /// 512-byte runs against 24 with the default, and 4000 × 128 u16 16–17 against 18. From this
+    /// size on, relayouts also run kernels planned for buffers that start part-way into a cache
+    /// line ([`Plan::with_tactics_at`](crate::plan::Plan::with_tactics_at)), and relayouts asked to
+    /// tune ([`Options::tune`](crate::Options::tune)) are tuned even where their writes do not
+    /// stream.
     pub const BEYOND_L2_BYTES: usize = 1 << 20;
 
     /// From how far apart destination rows the fitted blocking of transposes that do not
-    /// stream writes 256-byte runs ([`Blocking::LONG_RUNS`], see [`Blocking::fitted`]): 1 KiB.
+    /// stream writes 256-byte runs ([`Blocking::LONG_RUNS`], see [`Blocking::fitted`]), and
+    /// that of streamed transposes whose rows are not whole lines apart takes 512-byte runs in
+    /// 32 KiB blocks ([`Blocking::STREAMED_512_WIDE`], see [`Blocking::streamed`]): 1 KiB.
     pub const FAR_DESTINATION_ROW_BYTES: usize = 1024;
 
     /// The fitted blocking of transposes of `elem_size`-byte elements whose destination rows lie
@@ -642,14 +655,15 @@ impl Blocking {
     /// blocking fitted before; for far rows, see [`Blocking::STREAMED_256_AHEAD`].
     ///
     /// Where the rows of either side are not a whole number of lines apart (odd extents), 1, 2 and
-    /// 4-byte elements whose source rows are longer than a run and whose destination rows lie at
-    /// least 1 KiB apart go in 512-byte runs along the source rows in 32 KiB blocks
+    /// 4-byte elements whose source rows are longer than 256 bytes and whose destination rows lie
+    /// at least 1 KiB apart go in 512-byte runs along the source rows in 32 KiB blocks
     /// ([`Blocking::STREAMED_512_WIDE`]). Every run of such rows starts and ends inside a line on
     /// one side or both: each line the destination's runs cover in part would be stored (read from
-    /// memory first), and each the source's runs cover in part is read twice. Runs of up to eight
-    /// lines join (see `relayout plan`: each block transposes a line's worth more source rows, so
-    /// that each run streams the line it shares with the next whole), and the wide blocks read a
-    /// line or two of each source row. Before the runs joined, 1 KiB runs in 16 KiB blocks
+    /// memory first), and each the source's runs cover in part is read twice. Where the
+    /// destination's rows are the odd ones, runs of up to 512 bytes join (see `relayout plan`: each
+    /// block transposes a line's worth more source rows, so that each run streams the line it
+    /// shares with the next whole), and the wide blocks read 64 elements of each source row (a line
+    /// of u8, two of u16, four of f32). Before the runs joined, 1 KiB runs in 16 KiB blocks
     /// ([`Blocking::STREAMED_1K`]) left fewer lines in part; on a 2-core AMD EPYC (Zen 3) VM they
     /// had taken 3001 × 4999 u8 from 11.7–12.2 ms to 7.7, u16 from 21.7–22.3 to 12.2–12.3 and f32
     /// from 28.9–30.0 to 22.5–27.2 against 256-byte runs not joined. On a 2-core AMD EPYC (Zen 4)
@@ -661,8 +675,10 @@ impl Blocking {
     /// and u16 1.27; f32 3001 × 4999 1.06–1.25 (three processes), 4095 × 4097 1.37, 7999 × 8001
     /// 1.10, 3008 × 4999 1.02–1.04, 3001 × 5056 0.95–1.11, and lost 2–12% on the two long and
     /// narrow shapes (1000 × 30001 0.92–0.98, 30001 × 1000 0.88–0.96), where the 1 KiB runs stay a
-    /// tuning candidate. Not for 8-byte elements: 2000 × 4001 f64 ran at 19.9–21.4 ms in 1 KiB runs
-    /// against 15.4–16.5 in the blocking below (Zen 3).
+    /// tuning candidate. 8-byte elements keep the blockings below, whose 256- and 512-byte runs
+    /// join there too (see `joins_runs` in the schedule); the new blocking was not measured for
+    /// them, and 1 KiB runs had lost (2000 × 4001 f64 ran at 19.9–21.4 ms in 1 KiB runs against
+    /// 15.4–16.5, Zen 3).
     ///
     /// Where destination rows lie no more than a cache line apart (NCHW → NCHW16c: 16 channels
     /// a row; NCHW → NHWC with 16 f32 channels or 8 f64), a few register tiles along them
@@ -739,8 +755,6 @@ impl Blocking {
         src_row_bytes: usize,
         target: Target,
     ) -> Blocking {
-        // Destination rows at least this far apart take the odd rows' blocking.
-        const ODD_ROWS_MIN_DST_ROW_BYTES: usize = 1024;
         let runs = Blocking::STREAMED_256.run_bytes;
         let whole_lines = |bytes: usize| bytes.is_multiple_of(target.line_bytes.max(1));
         let odd_rows = !(whole_lines(dst_row_bytes) && whole_lines(src_row_bytes));
@@ -751,7 +765,7 @@ impl Blocking {
             0..=4
                 if odd_rows
                     && src_row_bytes > runs
-                    && dst_row_bytes >= ODD_ROWS_MIN_DST_ROW_BYTES =>
+                    && dst_row_bytes >= Blocking::FAR_DESTINATION_ROW_BYTES =>
             {
                 Blocking::STREAMED_512_WIDE
             }
@@ -934,12 +948,7 @@ impl Tactics {
         Tactics::fixed(Blocking::STREAMED_1K),
         Tactics::fixed(Blocking::STREAMED_1K.across()),
         Tactics::fixed(Blocking::LONG_RUNS),
-        Tactics::fixed(Blocking {
-            run_bytes: 256,
-            block_bytes: 16384,
-            macro_strips: 4,
-            ..Blocking::DEFAULT
-        }),
+        Tactics::fixed(Blocking::LLC_RUNS),
         Tactics::fixed(Blocking {
             macro_strips: 1,
             macro_blocks: 1,
@@ -1198,7 +1207,11 @@ mod tests {
 
     #[test]
     fn fitting_follows_the_l1_sets() {
-        let host = Target::host();
+        // A host whose writes stream from 1 GiB.
+        let host = Target {
+            stream_min_bytes: 1 << 30,
+            ..Target::host()
+        };
         let (large, small) = (2 * Blocking::BEYOND_L2_BYTES, Blocking::BEYOND_L2_BYTES - 1);
         // (element size, destination rows, source rows, destination bytes, blocking). Source
         // rows of 256 and 512 bytes beyond the L2 take 512-byte runs, wherever the destination

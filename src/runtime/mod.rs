@@ -1415,7 +1415,7 @@ mod tests {
     #[test]
     fn joined_rows_leave_their_heads_and_lend_their_tails() {
         const ROWS: usize = 3;
-        const STRIDE: usize = 200;
+        const STRIDE: usize = 600;
         for joined in JoinedEnds::ALL {
             let (head_joined, tail_joined) = match joined {
                 JoinedEnds::Head => (true, false),
@@ -1424,9 +1424,9 @@ mod tests {
             };
             // Rows whose tails join are whole lines long.
             let lengths: &[usize] = if tail_joined {
-                &[64, 128]
+                &[64, 128, 256, 512]
             } else {
-                &[1, 64, 100, 128]
+                &[1, 64, 100, 128, 300, 512]
             };
             for &len in lengths {
                 let gap = len + LINE_BYTES;

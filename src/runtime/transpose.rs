@@ -5,7 +5,7 @@
 //! tile, into the destination or into a staging buffer that it then streams or copies out. A
 //! 16 × 16-byte tile is 16 loads, 64 shuffles and 16 stores, an 8 × 8 u16 one 48 shuffles;
 //! emitted by the code generator (once per region), those bodies were most of a kernel's code,
-//! and Cranelift's time grows with the code. Here they are one call per block (of 4–16 KiB
+//! and Cranelift's time grows with the code. Here they are one call per block (of 4–36 KiB
 //! where blocks are staged, so the call costs nothing measurable).
 //! On a 2-core Intel Xeon VM (family 6, model 167), compiling the 8000² u8 transpose went from
 //! 651–684 to 190–203 µs and the u16 one from 370–397 to 218–232 (three alternating runs of
