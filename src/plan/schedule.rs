@@ -767,26 +767,25 @@ fn joins_runs(
         && cx.fits(width.min(tile.a.extent) * (strip + line / size))
 }
 
-/// The longest runs [`joins_runs`] joins: 512 bytes, the runs of the blocking fitted to rows
-/// that are not whole lines apart ([`Blocking::STREAMED_512_WIDE`]). Joining spares
-/// the runs the reads of the lines they share (each asked for early, but read from memory before
-/// its ordinary stores), and costs the transpose of a line's worth more source rows a block. On a
-/// 2-core Intel Xeon VM (family 6, model 85), in `relayout bench --candidates --runs 5` (two rounds
-/// of each build, alternating), joined against stored in part: 128-byte runs
-/// ([`Blocking::STREAMED_128`]) took 3001 × 4999 f32 from 0.53 of memcpy to 0.60 and 2001 × 3001
-/// f64 from 0.54–0.55 to 0.61–0.62, while 256- and 512-byte runs moved by no more than the rounds'
-/// spread, or lost up to 0.06, and 1- and 2-byte elements lost (with the 16-byte tiles of then). On
-/// a 2-core AMD EPYC (Zen 4) VM, with the stacked tiles of 1- and 2-byte elements, the same pinned
-/// blocking joined against not (both builds' kernels alternating in one process after memcpy,
-/// medians of nine rounds): 512-byte runs in 32 KiB blocks (four blocks a macro block, where the
-/// fitted blocking has none), took 3001 ×
-/// 4999 u8 1.31 times as fast, 6001 × 8001 u8 1.38, 3001 × 4999 f32 1.61 and 2001 × 4001 f32 1.23;
-/// in 16 KiB blocks, 3001 × 4999 u16 1.27 and 3001 × 5056 u16 (destination rows odd only) 1.42;
-/// 256-byte runs in 16 KiB blocks, 3001 × 4999 u16 1.94 and f32 1.35; and the blockings fitted to
-/// 8-byte elements, whose 256- and 512-byte runs now join, took 3001 × 4999 f64 1.04–1.35 times as
-/// fast, 4095 × 4097 1.46–1.49, 30001 × 1000 1.36–1.38, 2001 × 4001 0.92–0.98 and 1000 × 30001
-/// 0.90–0.99 (two processes each). Runs of 1 and 2 KiB gained on some shapes and lost on others
-/// (7999 × 8001 u16 0.84–0.91) and do not join.
+/// The longest runs [`joins_runs`] joins: 512 bytes, the runs of the blocking fitted to rows that
+/// are not whole lines apart ([`Blocking::STREAMED_512_WIDE`]). Joining spares the runs the reads
+/// of the lines they share (each asked for early, but read from memory before its ordinary stores),
+/// and costs the transpose of a line's worth more source rows a block. On a 2-core Intel Xeon VM
+/// (family 6, model 85), in `relayout bench --candidates --runs 5` (two rounds of each build,
+/// alternating), joined against stored in part: 128-byte runs ([`Blocking::STREAMED_128`]) took
+/// 3001 × 4999 f32 from 0.53 of memcpy to 0.60 and 2001 × 3001 f64 from 0.54–0.55 to 0.61–0.62,
+/// while 256- and 512-byte runs moved by no more than the rounds' spread, or lost up to 0.06, and
+/// 1- and 2-byte elements lost (with the 16-byte tiles of then). On a 2-core AMD EPYC (Zen 4) VM,
+/// with the stacked tiles of 1- and 2-byte elements, the same pinned blocking joined against not
+/// (both builds' kernels alternating in one process after memcpy, medians of nine rounds): 512-byte
+/// runs in 32 KiB blocks (four blocks a macro block, where the fitted blocking has none) took 3001
+/// × 4999 u8 1.31 times as fast, 6001 × 8001 u8 1.38, 3001 × 4999 f32 1.61 and 2001 × 4001 f32
+/// 1.23; in 16 KiB blocks, 3001 × 4999 u16 1.27 and 3001 × 5056 u16 (destination rows odd only)
+/// 1.42; 256-byte runs in 16 KiB blocks, 3001 × 4999 u16 1.94 and f32 1.35; and the blockings
+/// fitted to 8-byte elements, whose 256- and 512-byte runs now join, took 3001 × 4999 f64 1.04–1.35
+/// times as fast, 4095 × 4097 1.46–1.49, 30001 × 1000 1.36–1.38, 2001 × 4001 0.92–0.98 and 1000 ×
+/// 30001 0.90–0.99 (two processes each). Runs of 1 and 2 KiB gained on some shapes and lost on
+/// others (7999 × 8001 u16 0.84–0.91) and do not join.
 const MAX_JOINED_RUN_BYTES: usize = 512;
 
 /// `kernel` (a staged and streamed transpose) with its runs joined as `join` says; any other
