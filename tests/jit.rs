@@ -609,7 +609,7 @@ fn odd_rows_stream_joined_512_byte_runs_in_32k_blocks_by_default() {
     // Rows not whole lines apart on either side (odd extents) stream 512-byte runs in 32 KiB
     // blocks (64 runs a block) by default for 1-, 2- and 4-byte elements whose destination
     // rows lie 1 KiB apart or more; 8-byte elements, and rows whole lines apart, keep their
-    // blockings (16 or 32 runs of 256 or 512 bytes a block). Runs join wherever the
+    // blockings (16, 32 or 64 runs of 256 or 512 bytes a block). Runs join wherever the
     // destination's rows are the odd ones, 8-byte elements' too.
     for (elem_size, (rows, cols), run_bytes, runs) in [
         (1, (2100, 301), 512, 64),
@@ -617,7 +617,7 @@ fn odd_rows_stream_joined_512_byte_runs_in_32k_blocks_by_default() {
         (4, (525, 301), 512, 64),
         (4, (512, 301), 512, 64),
         (4, (525, 320), 512, 64),
-        (4, (512, 320), 512, 16),
+        (4, (512, 320), 256, 64),
         (4, (512, 1024), 256, 32),
         (8, (263, 301), 512, 16),
     ] {
@@ -686,24 +686,22 @@ fn short_f32_source_rows_take_512_byte_runs_by_default() {
 }
 
 #[test]
-fn long_source_rows_in_many_l1_sets_take_512_byte_runs_across_by_default() {
+fn long_source_rows_in_many_l1_sets_take_256_byte_runs_in_wide_blocks_by_default() {
     use relayout::plan::Blocking;
-    // 4-byte elements whose source rows are long, whole lines apart and spread over more than
-    // one L1 set, into destination rows more than two lines apart, go in 512-byte runs across
-    // the source rows by default; rows a multiple of 4 KiB apart (one set) and destination rows
-    // two lines apart keep 256-byte runs along them. 2-byte elements in such rows go in
-    // 256-byte runs along them in 16 KiB blocks, at any distance of destination rows.
-    let across = Blocking::STREAMED_512.across();
+    // 2- and 4-byte elements whose source rows are long, whole lines apart and spread over
+    // more than one L1 set go in 256-byte runs along the source rows in 16 KiB blocks by
+    // default, at any distance of destination rows; rows a multiple of 4 KiB apart (one set)
+    // keep 256-byte runs in 8 KiB blocks.
     let along = Blocking::STREAMED_256_NARROW;
     let wide = Blocking::STREAMED_256;
     for (elem_size, (rows, cols), blocking) in [
-        (4, (256, 496), across),
-        (4, (384, 784), across),
+        (4, (256, 496), wide),
+        (4, (384, 784), wide),
         (2, (512, 992), wide),
         (2, (64, 992), wide),
         (4, (256, 1024), along),
         (2, (512, 2048), along),
-        (4, (32, 496), along),
+        (4, (32, 496), wide),
     ] {
         let (tile, _, plan) = default_transpose_checked(elem_size, rows, cols);
         let strip = (blocking.run_bytes / elem_size).min(rows);

@@ -638,21 +638,20 @@ impl Blocking {
     /// 256-byte runs along them in 8 KiB blocks prefetched three blocks ahead
     /// ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs along the source rows in 8
     /// KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and 4-byte elements whose source rows
-    /// all start in one L1 set and for 4-byte elements whose destination rows lie two lines apart
-    /// or closer (for the others, 256-byte runs along the source rows in 16 KiB blocks for 2-byte
-    /// elements and 512-byte runs across them for 4-byte ones, below), across them in 16 KiB blocks
-    /// ([`Blocking::STREAMED_256`]) for 1-byte elements and for 2- and 4-byte elements whose source
-    /// rows are no longer than a run, and of 512-byte runs (64 elements, as for 4 bytes) along them
-    /// for 8-byte elements. On a 2-core AMD EPYC (Zen 4) VM, in `relayout bench --candidates` runs
-    /// over four sessions, those were the fastest candidates or within a few percent of them: u8
-    /// 8000² 0.72–0.75 of memcpy against 0.64–0.68 for 256-byte runs along in 16 KiB blocks (and
-    /// 0.73 against 0.55 for 8 KiB blocks along); u16 in 8 KiB blocks along against 16 KiB blocks
-    /// across, the blocking fitted before: 8000² 0.80–0.84 against 0.68–0.83 (median 0.81 against
-    /// 0.74, four runs), 8192² 0.70–0.71 against 0.34–0.40, the (0,2,1) permutation of 64 × 512²
-    /// 0.66–0.73 against 0.57–0.61 (neither u8 nor u16 gained from prefetching further ahead); for
-    /// NHWC → NCHW with short source rows (channels × element size from 256 bytes to 1 KiB: 64, 96,
-    /// 128 and 256 f32 channels, 128 u16, 32, 64 and 128 f64), 0.63–1.07 against 0.45–0.87 for the
-    /// blocking fitted before; for far rows, see [`Blocking::STREAMED_256_AHEAD`].
+    /// all start in one L1 set (for the others, 256-byte runs along the source rows in 16 KiB
+    /// blocks, below), across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
+    /// elements and for 2- and 4-byte elements whose source rows are no longer than a run, and of
+    /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core AMD
+    /// EPYC (Zen 4) VM, in `relayout bench --candidates` runs over four sessions, those were the
+    /// fastest candidates or within a few percent of them: u8 8000² 0.72–0.75 of memcpy against
+    /// 0.64–0.68 for 256-byte runs along in 16 KiB blocks (and 0.73 against 0.55 for 8 KiB blocks
+    /// along); u16 in 8 KiB blocks along against 16 KiB blocks across, the blocking fitted before:
+    /// 8000² 0.80–0.84 against 0.68–0.83 (median 0.81 against 0.74, four runs), 8192² 0.70–0.71
+    /// against 0.34–0.40, the (0,2,1) permutation of 64 × 512² 0.66–0.73 against 0.57–0.61 (neither
+    /// u8 nor u16 gained from prefetching further ahead); for NHWC → NCHW with short source rows
+    /// (channels × element size from 256 bytes to 1 KiB: 64, 96, 128 and 256 f32 channels, 128 u16,
+    /// 32, 64 and 128 f64), 0.63–1.07 against 0.45–0.87 for the blocking fitted before; for far
+    /// rows, see [`Blocking::STREAMED_256_AHEAD`].
     ///
     /// Where the rows of either side are not a whole number of lines apart (odd extents), 1, 2 and
     /// 4-byte elements whose source rows are longer than 256 bytes and whose destination rows lie
@@ -702,30 +701,27 @@ impl Blocking {
     /// and 8-byte elements lost that way (24 and 32 u16 channels 1.14 and 0.51 against 1.20
     /// and 0.61, 8 f64 0.74 against 0.82) and keep their blockings.
     ///
-    /// Longer source rows of 4-byte elements that start in more than one L1 set (not a
-    /// multiple of the L1's way, 4 KiB, apart), into destination rows more than two lines
-    /// apart, go in 512-byte runs across the source rows in 8 KiB blocks (one line of each of
-    /// 128 f32 rows a block) rather than 256-byte runs along them (2-byte ones did too, until
-    /// their stacked tiles, below). On the Zen 3 VM,
-    /// back-to-back runs of each pinned kernel (ms, the blocking fitted before against this
-    /// one): 8000² f32 84–111 against 54–66, 8064² 92–108 against 50–53, 4096 × 11008 f32 78–84
-    /// against 49–60, NCHW → NHWC of 16 × 256 channels of 56² 21 against 13, the (0,2,1)
-    /// permutation of 64 × 512² f32 24–25 against 19–20, u16 8000² 46–62 against 27–38; 3000 ×
-    /// 12000 f32 level. Rows in one set read fewer rows at once along them: across, 8192² f32
-    /// ran at 120–131 ms against 104 and u16 at 66–70 against 45–53 (on the Zen 4 VM, 8192² u16
-    /// at 0.34–0.40 of memcpy against 0.70–0.71), and destination rows two lines apart lost too
-    /// (NCHW → NHWC with 32 f32 channels: 40–41 against 36–39 ms).
-    ///
-    /// Long source rows of 2-byte elements that start in more than one L1 set go in 256-byte runs
-    /// along them in 16 KiB blocks ([`Blocking::STREAMED_256`]), at any distance of destination
-    /// rows: two lines of each of 128 source rows a block, for the runtime's tiles of two 16-byte
-    /// tiles stacked where the CPU has AVX2, where 512-byte runs across in 8 KiB blocks read half a
-    /// line of each of 256. On the Zen 4 VM (one process timing pinned blockings back to back after
-    /// memcpy, medians of seven rounds), 8000² u16 ran at 0.91–1.03 of memcpy this way (two
-    /// processes) against 0.48–0.72 (four; with 16-byte tiles 0.65 against 0.44–0.51); the (0,2,1)
-    /// permutation of 64 × 512² u16 ran as fast (1.01–1.04 times, the old and new builds' kernels
-    /// alternating in one process). Measured there alone: on the Zen 3 and Intel VMs, where the
-    /// rule before won, and without AVX2, it is not known.
+    /// Longer source rows of 2- and 4-byte elements that start in more than one L1 set (not a
+    /// multiple of the L1's way, 4 KiB, apart) go in 256-byte runs along them in 16 KiB blocks
+    /// ([`Blocking::STREAMED_256`]), at any distance of destination rows beyond a line: two lines
+    /// of each of 128 u16 source rows a block, four of each of 64 f32 rows. 2-byte elements took it
+    /// first, for the runtime's tiles of two 16-byte tiles stacked where the CPU has AVX2 (on the
+    /// Zen 4 VM, pinned blockings back to back after memcpy, medians of seven rounds: 8000² u16 at
+    /// 0.91–1.03 of memcpy against 0.48–0.72 with 512-byte runs across in 8 KiB blocks, which read
+    /// half a line of each of 256 rows; the (0,2,1) permutation of 64 × 512² u16 as fast). 4-byte
+    /// elements followed: on the same VM, with AVX-512, the 512-byte runs across that they took
+    /// before (one line of each of 128 f32 rows a block) lost on every shape tried, pinned
+    /// blockings back to back after memcpy (two processes): 8000² f32 0.62–0.70 of memcpy against
+    /// 0.75–0.82, 6000² 0.72–0.86 against 0.91–1.15, 4096 × 11008 0.79–0.83 against 0.96–1.02,
+    /// 1536² to 4608² with rows in 2 to 16 sets 0.58–0.83 against 0.87–1.17, NCHW → NHWC with 64
+    /// channels of 56² 0.66 against 1.08–1.09 and 32 channels (destination rows two lines apart,
+    /// 256-byte runs in 8 KiB blocks before) 0.72–0.75 against 0.86–0.99, 256 channels 0.93–0.97
+    /// against 1.00–1.18 (level in `relayout bench`), the (0,2,1) permutation of 64 × 512²
+    /// 0.61–0.64 against 0.72–0.81. On the Zen 3 VM, with the AVX tiles of then, across had won
+    /// against 256-byte runs in 8 KiB blocks (back-to-back runs, ms: 8000² f32 54–66 against
+    /// 84–111, 8064² 50–53 against 92–108, the (0,2,1) permutation 19–20 against 24–25); the
+    /// blocking stays a tuning candidate. Rows in one set keep 256-byte runs in 8 KiB blocks, which
+    /// read fewer rows at once (8192² f32 0.69–0.73 against 0.73–0.77, level).
     ///
     /// ```
     /// use relayout::plan::Blocking;
@@ -744,7 +740,7 @@ impl Blocking {
     /// assert_eq!(Blocking::streamed(2, 16000, 16000, host), Blocking::STREAMED_256);
     /// assert_eq!(Blocking::streamed(2, 16384, 16384, host), Blocking::STREAMED_256_NARROW);
     /// // 8000² f32: rows 32000 bytes apart, in 16 L1 sets; 8192² f32: all in one set.
-    /// assert_eq!(Blocking::streamed(4, 32000, 32000, host), Blocking::STREAMED_512.across());
+    /// assert_eq!(Blocking::streamed(4, 32000, 32000, host), Blocking::STREAMED_256);
     /// assert_eq!(Blocking::streamed(4, 32768, 32768, host), Blocking::STREAMED_256_NARROW);
     /// // NCHW -> NCHW16c f32: destination rows of 64 bytes, source rows of 56² f32.
     /// assert_eq!(Blocking::streamed(4, 64, 12544, host), Blocking::STREAMED_TILES);
@@ -774,10 +770,7 @@ impl Blocking {
             2..=4 if src_row_bytes >= Blocking::VERY_FAR_SOURCE_ROW_BYTES => {
                 Blocking::STREAMED_256_GROUPED
             }
-            2 if target.start_sets(src_row_bytes) > 1 => Blocking::STREAMED_256,
-            4 if dst_row_bytes > 2 * target.line_bytes && target.start_sets(src_row_bytes) > 1 => {
-                Blocking::STREAMED_512.across()
-            }
+            2..=4 if target.start_sets(src_row_bytes) > 1 => Blocking::STREAMED_256,
             2..=4 => Blocking::STREAMED_256_NARROW,
             _ if src_row_bytes >= Blocking::FAR_SOURCE_ROW_BYTES => Blocking::STREAMED_256_AHEAD,
             _ => Blocking::STREAMED_512,
@@ -892,9 +885,9 @@ impl Tactics {
     /// then 256-byte runs along the source rows in 8 KiB blocks
     /// ([`Blocking::STREAMED_256_NARROW`]), the default's blocking for long 2- and 4-byte source
     /// rows until 512-byte runs across them took its place where the rows start in more than one
-    /// L1 set (faster by 1.25–2× on the Zen 3 VM, see [`Blocking::streamed`]): the fastest or
-    /// close to it for those on the Zen 4 VM, so tuning measures it early on machines that
-    /// favour it; then ordinary stores that
+    /// L1 set (faster by 1.25–2× on the Zen 3 VM; since, 256-byte runs in 16 KiB blocks have,
+    /// see [`Blocking::streamed`]): the fastest or close to it for those on the Zen 4 VM, so
+    /// tuning measures it early on machines that favour it; then ordinary stores that
     /// ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and in-place transposes
     /// on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of memcpy where the
     /// others reached 1.03–1.09; ranked after the 128-byte runs, so that the budget of the
@@ -1283,7 +1276,7 @@ mod tests {
             (1, 3072, Blocking::STREAMED_256.across()),
             (2, 3072, Blocking::STREAMED_256),
             (2, 256 - 2, Blocking::STREAMED_256.across()),
-            (4, 3072, Blocking::STREAMED_512.across()),
+            (4, 3072, Blocking::STREAMED_256),
             (4, 128, Blocking::STREAMED_512),
             (4, 192, Blocking::STREAMED_256.across()),
             (8, 3072, Blocking::STREAMED_512),
@@ -1292,7 +1285,7 @@ mod tests {
             (2, 256, Blocking::STREAMED_512),
             (4, 256, Blocking::STREAMED_512),
             (4, 1024, Blocking::STREAMED_512),
-            (4, 1088, Blocking::STREAMED_512.across()),
+            (4, 1088, Blocking::STREAMED_256),
             // Source rows not whole lines apart: 512-byte runs in 32 KiB blocks, but not for
             // 8-byte elements.
             (4, 1028, Blocking::STREAMED_512_WIDE),
@@ -1305,7 +1298,7 @@ mod tests {
             (8, 16384, Blocking::STREAMED_256_AHEAD),
             (8, 64000, Blocking::STREAMED_256_AHEAD),
             (8, 16380, Blocking::STREAMED_512),
-            (4, 64000, Blocking::STREAMED_512.across()),
+            (4, 64000, Blocking::STREAMED_256),
             (2, 16000, Blocking::STREAMED_256),
             // Source rows a multiple of 4 KiB apart (all in one L1 set): along them.
             (4, 32768, Blocking::STREAMED_256_NARROW),
@@ -1352,12 +1345,11 @@ mod tests {
             (8, 64, 1 << 20, Blocking::STREAMED_TILES),
             (1, 40, 3136, Blocking::STREAMED_TILES),
             (4, 64, 256, Blocking::STREAMED_512),
-            (4, 128, 12_544, Blocking::STREAMED_256_NARROW),
-            // Destination rows more than two lines apart go across the source rows.
-            (4, 192, 12_544, Blocking::STREAMED_512.across()),
-            (4, 256, 12_544, Blocking::STREAMED_512.across()),
-            // 2-byte elements go along the source rows in 16 KiB blocks, at any distance of
-            // destination rows, unless the source rows all start in one set.
+            // 2- and 4-byte elements go along the source rows in 16 KiB blocks, at any distance
+            // of destination rows, unless the source rows all start in one set.
+            (4, 128, 12_544, Blocking::STREAMED_256),
+            (4, 192, 12_544, Blocking::STREAMED_256),
+            (4, 256, 12_288, Blocking::STREAMED_256_NARROW),
             (2, 256, 16_000, Blocking::STREAMED_256),
             (2, 128, 6272, Blocking::STREAMED_256),
             (2, 256, 16_384, Blocking::STREAMED_256_NARROW),
