@@ -1057,11 +1057,31 @@ extern "C" fn ask_ahead_to_write(
 /// Asks, as `what` says, for every cache line of `rows` rows of `row_bytes` bytes at `at`,
 /// rows `stride` bytes apart (none for a count below one; any address, as hints never fault).
 fn ask_rows(what: hints::Ask, at: *const u8, rows: i64, row_bytes: i64, stride: i64) {
+    let (rows, row_bytes) = merged_rows(rows, row_bytes, stride);
     for r in 0..rows.max(0) as isize {
         let row = at.wrapping_offset(r * stride as isize);
         for line in lines_of(row, row_bytes.max(0) as usize) {
             hints::ask(what, row.wrapping_offset(line));
         }
+    }
+}
+
+/// `rows` rows of `row_bytes` bytes, `stride` bytes apart, as [`ask_rows`] walks them: rows that
+/// follow one another without a gap as one row of them all, whose lines it asks for once each.
+///
+/// Row by row, a block of short source rows read whole, as in NHWC → NCHW with few channels
+/// (128 rows of 32 or 48 bytes for 8 or 12 f32 channels), asked for each line one to three times
+/// in a loop turn per row; asking each line once, still row by row, gained nothing in two runs
+/// of `relayout bench`, and merged rows did: on a 2-core AMD EPYC (Zen 4) VM, untuned kernels of
+/// NHWC → NCHW of 36.8 MiB in 16 images (224² pixels with 12 channels, as many bytes with 8, 16
+/// and 64; the builds before and after alternating in one process, three processes) ran
+/// 1.22–1.36 times as fast this way with 8 channels, 1.17–1.35 with 12, 1.01–1.05 with 16 and
+/// 0.97–1.01 with 64.
+fn merged_rows(rows: i64, row_bytes: i64, stride: i64) -> (i64, i64) {
+    if rows > 1 && stride == row_bytes {
+        (1, rows.saturating_mul(row_bytes))
+    } else {
+        (rows, row_bytes)
     }
 }
 
@@ -1226,6 +1246,36 @@ mod tests {
 
     /// A row's head is what lies before its first whole line, and its whole lines end where
     /// fewer than a line of it is left.
+    #[test]
+    fn rows_without_gaps_are_asked_for_as_one_row_of_the_same_lines() {
+        use std::collections::BTreeSet;
+        // The lines of each row, as the unmerged walk asks for them.
+        let lines = |at: usize, rows: i64, row_bytes: i64, stride: i64| -> BTreeSet<usize> {
+            (0..rows as usize)
+                .flat_map(|r| {
+                    let row = at + r * stride as usize;
+                    lines_of(row as *const u8, row_bytes as usize)
+                        .map(move |l| row.wrapping_add_signed(l))
+                })
+                .collect()
+        };
+        for (rows, row_bytes) in [(128, 32), (128, 48), (7, 12), (3, 100), (2, 64)] {
+            for at in [4096, 4096 + 16, 4096 + 40] {
+                let (one, bytes) = merged_rows(rows, row_bytes, row_bytes);
+                assert_eq!((one, bytes), (1, rows * row_bytes));
+                assert_eq!(
+                    lines(at, one, bytes, row_bytes),
+                    lines(at, rows, row_bytes, row_bytes),
+                    "{rows} rows of {row_bytes} bytes at {at}"
+                );
+            }
+        }
+        // Rows with gaps between them, a single row and no rows stay as they are.
+        for (rows, row_bytes, stride) in [(128, 32, 48), (4, 64, -64), (1, 32, 32), (0, 32, 32)] {
+            assert_eq!(merged_rows(rows, row_bytes, stride), (rows, row_bytes));
+        }
+    }
+
     #[test]
     fn whole_lines_of_a_row_start_and_end_on_lines() {
         let buffer = [0u8; 512];
