@@ -314,8 +314,8 @@ impl Blocking {
     /// candidate or close to it on every large f32 transpose of the suite on a 2-core AMD EPYC
     /// (Zen 4) VM (0.59–0.95 of memcpy, against 0.30–0.92 for tiles stored in place: 8192² f32
     /// 0.83 against 0.35, the 256³ reversal 0.76 against 0.32), until blocks of half the size
-    /// ([`Blocking::STREAMED_256_NARROW`]) beat it. The fitted blocking of 2-byte elements
-    /// whose long source rows start in more than one L1 set ([`Blocking::streamed`]).
+    /// ([`Blocking::STREAMED_256_NARROW`]) beat it. The fitted blocking of 2- and 4-byte
+    /// elements whose long source rows start in more than one L1 set ([`Blocking::streamed`]).
     pub const STREAMED_256: Blocking = Blocking {
         run_bytes: 256,
         block_bytes: 16384,
@@ -327,14 +327,19 @@ impl Blocking {
     /// 256-byte runs in blocks of 8 KiB, in macro blocks of 4 × 4, staged and streamed: for
     /// 4-byte elements 32 runs a block, two lines of each of 64 source rows, as
     /// [`Blocking::STREAMED_512`] reads 8-byte elements. The fitted blocking of 2- and 4-byte
-    /// elements into large destinations whose source rows are long and all start in one L1 set,
-    /// and of 4-byte ones whose destination rows lie two lines apart or closer
+    /// elements into large destinations whose source rows are long and all start in one L1 set
     /// ([`Blocking::streamed`]). On a 2-core
     /// AMD EPYC (Zen 4) VM, against blocks of 16 KiB ([`Blocking::STREAMED_256`]; `relayout
     /// bench` with the choice pinned in a tuning file, two runs each): 8000² f32 0.88–0.89 of
     /// memcpy against 0.75–0.77, NCHW → NHWC 1.02–1.12 against 0.70–0.73, the (0,2,1)
     /// permutation of 64 × 512² 0.93–0.95 against 0.63–0.78; 8192² f32 (0.81 against
     /// 0.78–0.82) and the 256³ reversal (0.77–0.78 against 0.78–0.81) within the runs' spread.
+    /// Sessions later, with the tiles of AVX-512, on the same VM (one process timing both pinned
+    /// blockings back to back after memcpy, three processes), 8000² f32 ran at 0.75–0.79
+    /// against 0.81–0.86, NCHW → NHWC with 64 channels of 56² 0.94–0.96 against 1.12–1.14, the
+    /// (0,2,1) permutation 0.80–0.91 against 0.74–0.89 and 4096 × 11008 f32 0.83–1.03 against
+    /// 0.78–1.00, and 16 KiB blocks took this one's place for rows that start in more than one
+    /// L1 set.
     pub const STREAMED_256_NARROW: Blocking = Blocking {
         block_bytes: 8192,
         ..Blocking::STREAMED_256
@@ -638,8 +643,8 @@ impl Blocking {
     /// 256-byte runs along them in 8 KiB blocks prefetched three blocks ahead
     /// ([`Blocking::STREAMED_256_AHEAD`]); otherwise of 256-byte runs along the source rows in 8
     /// KiB blocks ([`Blocking::STREAMED_256_NARROW`]) for 2- and 4-byte elements whose source rows
-    /// all start in one L1 set (for the others, 256-byte runs along the source rows in 16 KiB
-    /// blocks, below), across them in 16 KiB blocks ([`Blocking::STREAMED_256`]) for 1-byte
+    /// all start in one L1 set (for the others, in 16 KiB blocks: [`Blocking::STREAMED_256`],
+    /// below), across them in 16 KiB blocks (`Blocking::STREAMED_256.across()`) for 1-byte
     /// elements and for 2- and 4-byte elements whose source rows are no longer than a run, and of
     /// 512-byte runs (64 elements, as for 4 bytes) along them for 8-byte elements. On a 2-core AMD
     /// EPYC (Zen 4) VM, in `relayout bench --candidates` runs over four sessions, those were the
@@ -710,18 +715,22 @@ impl Blocking {
     /// 0.91–1.03 of memcpy against 0.48–0.72 with 512-byte runs across in 8 KiB blocks, which read
     /// half a line of each of 256 rows; the (0,2,1) permutation of 64 × 512² u16 as fast). 4-byte
     /// elements followed: on the same VM, with AVX-512, the 512-byte runs across that they took
-    /// before (one line of each of 128 f32 rows a block) lost on every shape tried, pinned
+    /// before (one line of each of 128 f32 rows a block) lost on every shape tried but one (256
+    /// channels, level in `relayout bench`), pinned
     /// blockings back to back after memcpy (two processes): 8000² f32 0.62–0.70 of memcpy against
     /// 0.75–0.82, 6000² 0.72–0.86 against 0.91–1.15, 4096 × 11008 0.79–0.83 against 0.96–1.02,
     /// 1536² to 4608² with rows in 2 to 16 sets 0.58–0.83 against 0.87–1.17, NCHW → NHWC with 64
-    /// channels of 56² 0.66 against 1.08–1.09 and 32 channels (destination rows two lines apart,
-    /// 256-byte runs in 8 KiB blocks before) 0.72–0.75 against 0.86–0.99, 256 channels 0.93–0.97
-    /// against 1.00–1.18 (level in `relayout bench`), the (0,2,1) permutation of 64 × 512²
-    /// 0.61–0.64 against 0.72–0.81. On the Zen 3 VM, with the AVX tiles of then, across had won
-    /// against 256-byte runs in 8 KiB blocks (back-to-back runs, ms: 8000² f32 54–66 against
-    /// 84–111, 8064² 50–53 against 92–108, the (0,2,1) permutation 19–20 against 24–25); the
-    /// blocking stays a tuning candidate. Rows in one set keep 256-byte runs in 8 KiB blocks, which
-    /// read fewer rows at once (8192² f32 0.69–0.73 against 0.73–0.77, level).
+    /// channels of 56² 0.66 against 1.08–1.09, 256 channels 0.93–0.97 against 1.00–1.18, the
+    /// (0,2,1) permutation of 64 × 512² 0.61–0.64 against 0.72–0.81; 32 channels, whose
+    /// destination rows two lines apart took 256-byte runs in 8 KiB blocks before, 0.72–0.75
+    /// against 0.86–0.99. On the Zen 3 VM, with the AVX tiles of then, across had won against
+    /// 256-byte runs in 8 KiB blocks (back-to-back runs, ms: 8000² f32 54–66 against 84–111,
+    /// 8064² 50–53 against 92–108, the (0,2,1) permutation 19–20 against 24–25). The rule is
+    /// measured on the Zen 4 VM alone: on the Zen 3 and Intel VMs, and without AVX-512, it is
+    /// not known; the runs across stay a tuning candidate, ranked ninth, which the budget of the
+    /// largest transposes may not reach. Rows in one set keep 256-byte runs in 8 KiB blocks, which
+    /// read two lines of each row where 16 KiB blocks read four (8192² f32 0.69–0.73 of memcpy in
+    /// 8 KiB blocks against 0.73–0.77 in 16 KiB, level).
     ///
     /// ```
     /// use relayout::plan::Blocking;
@@ -884,11 +893,11 @@ impl Tactics {
     /// candidates, reach it (for copies it plans what the default plans, so their order stays);
     /// then 256-byte runs along the source rows in 8 KiB blocks
     /// ([`Blocking::STREAMED_256_NARROW`]), the default's blocking for long 2- and 4-byte source
-    /// rows until 512-byte runs across them took its place where the rows start in more than one
-    /// L1 set (faster by 1.25–2× on the Zen 3 VM; since, 256-byte runs in 16 KiB blocks have,
-    /// see [`Blocking::streamed`]): the fastest or close to it for those on the Zen 4 VM, so
-    /// tuning measures it early on machines that favour it; then ordinary stores that
-    /// ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and in-place transposes
+    /// rows until 512-byte runs across them took its place where the rows start in more than one L1
+    /// set (faster by 1.25–2× on the Zen 3 VM; 256-byte runs in 16 KiB blocks have since replaced
+    /// them on the Zen 4 VM, see [`Blocking::streamed`]): the fastest or close to it for those on
+    /// the Zen 4 VM, so tuning measures it early on machines that favour it; then ordinary stores
+    /// that ask for lines ahead ([`LargeWrites::Prefetched`]: large copies and in-place transposes
     /// on a 2-core Intel Xeon VM, family 6, model 85, ran at 1.15–1.17 of memcpy where the
     /// others reached 1.03–1.09; ranked after the 128-byte runs, so that the budget of the
     /// largest transposes, a few runs, still reaches those: ranked before them, it took 8192²
@@ -1400,14 +1409,15 @@ mod tests {
     /// On a large transpose, 16 KiB blocks of 256-byte runs are the third distinct plan tuning
     /// measures (after the default and the 128-byte runs), along the source rows, and the
     /// fourth, across them, before the prefetched stores: within the three or four candidates
-    /// a 122 MiB tensor's budget buys on the Zen 3 VM. For 2-byte elements the first are the
-    /// default's blocks, and 8 KiB blocks come fourth.
+    /// a 122 MiB tensor's budget buys on the Zen 3 VM. For 2- and 4-byte elements whose rows
+    /// start in more than one L1 set the first are the default's blocks, and 8 KiB blocks come
+    /// fourth.
     #[test]
     fn sixteen_kib_blocks_are_measured_third_and_fourth_on_large_transposes() {
         use crate::{Layout, Target};
         let fixed = Tactics::fixed;
-        // The f64 weights (64 MiB) and the 8000² u16 transpose (122 MiB, whose budget buys
-        // three or four candidates on the Zen 3 VM).
+        // The f64 weights (64 MiB) and the 8000² u16 and f32 transposes (122 and 244 MiB, whose
+        // budgets buy three or four candidates on the Zen 3 VM).
         for (shape, elem_size, expected) in [
             (
                 [2048, 4096],
@@ -1424,6 +1434,18 @@ mod tests {
             (
                 [8000, 8000],
                 2,
+                [
+                    Tactics::default(),
+                    fixed(Blocking::STREAMED_128),
+                    fixed(Blocking::STREAMED_256.across()),
+                    fixed(Blocking::STREAMED_256_NARROW),
+                    Tactics::fitted(LargeWrites::Prefetched),
+                    fixed(Blocking::STREAMED_512),
+                ],
+            ),
+            (
+                [8000, 8000],
+                4,
                 [
                     Tactics::default(),
                     fixed(Blocking::STREAMED_128),
