@@ -715,22 +715,21 @@ impl Blocking {
     /// 0.91–1.03 of memcpy against 0.48–0.72 with 512-byte runs across in 8 KiB blocks, which read
     /// half a line of each of 256 rows; the (0,2,1) permutation of 64 × 512² u16 as fast). 4-byte
     /// elements followed: on the same VM, with AVX-512, the 512-byte runs across that they took
-    /// before (one line of each of 128 f32 rows a block) lost on every shape tried but one (256
-    /// channels, level in `relayout bench`), pinned
+    /// before (one line of each of 128 f32 rows a block) lost on every shape tried, pinned
     /// blockings back to back after memcpy (two processes): 8000² f32 0.62–0.70 of memcpy against
     /// 0.75–0.82, 6000² 0.72–0.86 against 0.91–1.15, 4096 × 11008 0.79–0.83 against 0.96–1.02,
     /// 1536² to 4608² with rows in 2 to 16 sets 0.58–0.83 against 0.87–1.17, NCHW → NHWC with 64
-    /// channels of 56² 0.66 against 1.08–1.09, 256 channels 0.93–0.97 against 1.00–1.18, the
-    /// (0,2,1) permutation of 64 × 512² 0.61–0.64 against 0.72–0.81; 32 channels, whose
-    /// destination rows two lines apart took 256-byte runs in 8 KiB blocks before, 0.72–0.75
-    /// against 0.86–0.99. On the Zen 3 VM, with the AVX tiles of then, across had won against
-    /// 256-byte runs in 8 KiB blocks (back-to-back runs, ms: 8000² f32 54–66 against 84–111,
-    /// 8064² 50–53 against 92–108, the (0,2,1) permutation 19–20 against 24–25). The rule is
-    /// measured on the Zen 4 VM alone: on the Zen 3 and Intel VMs, and without AVX-512, it is
-    /// not known; the runs across stay a tuning candidate, ranked ninth, which the budget of the
-    /// largest transposes may not reach. Rows in one set keep 256-byte runs in 8 KiB blocks, which
-    /// read two lines of each row where 16 KiB blocks read four (8192² f32 0.69–0.73 of memcpy in
-    /// 8 KiB blocks against 0.73–0.77 in 16 KiB, level).
+    /// channels of 56² 0.66 against 1.08–1.09, 256 channels 0.93–0.97 against 1.00–1.18 (level in
+    /// `relayout bench`), the (0,2,1) permutation of 64 × 512² 0.61–0.64 against 0.72–0.81; 32
+    /// channels, whose destination rows two lines apart took 256-byte runs in 8 KiB blocks before,
+    /// 0.72–0.75 against 0.86–0.99. On the Zen 3 VM, with the AVX tiles of then, across had won
+    /// against 256-byte runs in 8 KiB blocks (back-to-back runs, ms: 8000² f32 54–66 against
+    /// 84–111, 8064² 50–53 against 92–108, the (0,2,1) permutation 19–20 against 24–25). The rule
+    /// is measured on the Zen 4 VM alone: on the Zen 3 and Intel VMs, and without AVX-512, it is
+    /// not known; the runs across stay a tuning candidate, the eighth distinct plan in rank for
+    /// 8000² f32, which the budget of the largest transposes may not reach. Rows in one set keep
+    /// 256-byte runs in 8 KiB blocks, which read two lines of each row where 16 KiB blocks read
+    /// four (8192² f32 0.69–0.73 of memcpy in 8 KiB blocks against 0.73–0.77 in 16 KiB, level).
     ///
     /// ```
     /// use relayout::plan::Blocking;
