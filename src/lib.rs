@@ -46,17 +46,20 @@
 //!
 //! ```text
 //! plan: 4-byte elements, src 80 elements, dst 80 elements, 1 region(s), work 1
+//! transpose blocking: run 1024, block 16384, macro 1x1, write in-place, walk along
 //! region 0: src at 0, dst at 0
 //!   transpose 4x4 register tiles: a 10 (src += 1, dst += 8) x b 8 (src += 10, dst += 1)
 //! ```
 //!
-//! The kernel walks the source rows (`a`, 10 elements) and the destination columns (`b`, 8
-//! elements) in tiles of 4×4 elements held in vector registers; the 10 columns are two whole
-//! tiles and a tail of 2, which this small kernel moves element by element (large ones finish their
-//! edges with tiles that overlap the whole ones). A matrix of 4 rows would be zipped instead:
-//! four strips interleaved in registers, as NCHW → NHWC with four channels is. [`Relayout::clif`] and
-//! [`Relayout::asm`] show the Cranelift IR and the machine code of the same kernel, and
-//! [`reference::relayout`] is the element-by-element relayout every kernel is tested against.
+//! The second line is the blocking the planner fitted to the transpose's rows and the machine's
+//! caches ([`plan::Plan::blocking`]; this small matrix is one block). The kernel walks the source
+//! rows (`a`, 10 elements) and the destination columns (`b`, 8 elements) in tiles of 4×4 elements
+//! held in vector registers; the 10 columns are two whole tiles and a tail of 2, which this small
+//! kernel moves element by element (large ones finish their edges with tiles that overlap the whole
+//! ones). A matrix of 4 rows would be zipped instead: four strips interleaved in registers, as NCHW
+//! → NHWC with four channels is. [`Relayout::clif`] and [`Relayout::asm`] show the Cranelift IR and
+//! the machine code of the same kernel, and [`reference::relayout`] is the element-by-element
+//! relayout every kernel is tested against.
 //!
 //! # Modules
 //!

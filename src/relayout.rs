@@ -834,18 +834,25 @@ impl Relayout {
 
     /// The tactics in use flattened into one [`BlockingSummary`] (for tools that log a
     /// relayout's blocking as numbers and flags), or `None` while [`Options::tune`] is still
-    /// measuring. [`Relayout::tactics`] is the exact value.
+    /// measuring. [`Relayout::tactics`] and [`Plan::blocking`] are the exact values.
     ///
     /// ```
     /// use relayout::{compile_relayout, Layout};
     ///
     /// let r = compile_relayout(&Layout::row_major(&[8, 8])?, &Layout::col_major(&[8, 8])?)?;
     /// let b = r.blocking().unwrap();
-    /// assert_eq!((b.run_bytes, b.stage, b.stream, b.stream_copies), (64, false, false, true));
+    /// // The blocking fitted to the transpose's 32-byte rows.
+    /// assert_eq!(b.run_bytes, r.plan().blocking().unwrap().run_bytes);
+    /// assert_eq!((b.fitted, b.stage, b.stream, b.stream_copies), (true, false, false, true));
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn blocking(&self) -> Option<BlockingSummary> {
-        self.tactics().map(BlockingSummary::of)
+        match &self.kernels {
+            Kernels::One(c) => Some(BlockingSummary::of(c.tactics, &c.plan)),
+            Kernels::Tuned(tuner, _) => tuner
+                .chosen()
+                .map(|c| BlockingSummary::of(c.tactics, &c.plan)),
+        }
     }
 
     /// Whether this handle came from the kernel cache rather than a fresh compilation.
@@ -859,10 +866,16 @@ impl Relayout {
     }
 }
 
-/// [`Tactics`] flattened into sizes and flags, as [`Relayout::blocking`] reports them. Fitted
-/// tiling reports [`Blocking::DEFAULT`]'s sizes (what it fits to the destination's rows).
+/// [`Tactics`] and the blocking of a [`Plan`] made with them flattened into sizes and flags,
+/// as [`Relayout::blocking`] reports them. The sizes and the `stage`, `stream` and `across`
+/// flags are those of the blocking the plan's transposes are cut by ([`Plan::blocking`]: the
+/// tactics' fixed blocking, or one fitted to the transpose's rows); a plan that does not
+/// transpose reports the tactics' fixed blocking, or [`Blocking::DEFAULT`] if they fit it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockingSummary {
+    /// Whether the tactics fit the blocking to each transpose's rows ([`Tiling::Fitted`])
+    /// rather than fixing it.
+    pub fitted: bool,
     /// Bytes of each destination run of a transpose block.
     pub run_bytes: usize,
     /// Bytes of a transpose block.
@@ -883,13 +896,14 @@ pub struct BlockingSummary {
 }
 
 impl BlockingSummary {
-    /// The summary of `tactics`.
-    pub fn of(tactics: Tactics) -> BlockingSummary {
-        let b = match tactics.tiling {
+    /// The summary of `tactics` and of `plan`, planned with them.
+    pub fn of(tactics: Tactics, plan: &Plan) -> BlockingSummary {
+        let b = plan.blocking().unwrap_or(match tactics.tiling {
             Tiling::Fitted => Blocking::DEFAULT,
             Tiling::Fixed(b) => b,
-        };
+        });
         BlockingSummary {
+            fitted: tactics.tiling == Tiling::Fitted,
             run_bytes: b.run_bytes,
             block_bytes: b.block_bytes,
             macro_strips: b.macro_strips,
@@ -971,6 +985,41 @@ mod tests {
         tune_in_shares::<u32>(
             "tvm:[6,3,40,40] lambda n,c,h,w: [n, c, h, w]",
             "tvm:[6,3,40,40] lambda n,c,h,w: [n, h, w, c]",
+        );
+    }
+
+    #[test]
+    fn blocking_summary_reports_the_blocking_the_plan_was_cut_by() {
+        let rows = Layout::row_major(&[8000, 8000]).unwrap();
+        let cols = Layout::col_major(&[8000, 8000]).unwrap();
+        let fitted = compile_relayout_with(&rows, &cols, Options::new().tune(false)).unwrap();
+        let summary = fitted.blocking().unwrap();
+        let cut = fitted.plan().blocking().unwrap();
+        assert!(summary.fitted);
+        assert_eq!(
+            (summary.run_bytes, summary.block_bytes, summary.stream),
+            (
+                cut.run_bytes,
+                cut.block_bytes,
+                cut.write == BlockWrite::Streamed
+            )
+        );
+        // A destination of 256 MB streams; the default's in-place 64-byte runs do not.
+        assert_ne!(cut, Blocking::DEFAULT);
+        let fixed = Tactics::fixed(Blocking::STREAMED_512);
+        let options = Options::new().tune(false).tactics(fixed);
+        let summary = compile_relayout_with(&rows, &cols, options)
+            .unwrap()
+            .blocking()
+            .unwrap();
+        assert!(!summary.fitted);
+        assert_eq!((summary.run_bytes, summary.stream), (512, true));
+        // A copy has no blocks: the fitted tactics report the default's sizes.
+        let copy = compile_relayout_with(&rows, &rows, Options::new().tune(false)).unwrap();
+        assert_eq!(copy.plan().blocking(), None);
+        assert_eq!(
+            copy.blocking().unwrap().run_bytes,
+            Blocking::DEFAULT.run_bytes
         );
     }
 }

@@ -32,6 +32,9 @@ impl fmt::Display for Plan {
             self.regions.len(),
             self.work()
         )?;
+        if let Some(blocking) = self.blocking() {
+            writeln!(f, "transpose blocking: {blocking}")?;
+        }
         for (i, region) in self.regions.iter().enumerate() {
             write!(
                 f,

@@ -23,6 +23,7 @@
 //! # Ok::<(), relayout::Error>(())
 //! ```
 
+use super::tactics::Blocking;
 use crate::convert::{Conversion, PerIndex};
 use crate::layout::{Digit, Source, Swizzle};
 use crate::target::Target;
@@ -802,6 +803,28 @@ pub struct Plan {
     pub(super) elements: usize,
     pub(super) target: Target,
     pub(super) regions: Vec<Region>,
+    /// The blocking of the transpose that moves the most elements, if the plan transposes.
+    /// Plans compare by what they move and how, not by this: the engine keys kernels by plan,
+    /// and tuning measures only candidates whose plans differ, so two blockings that cut a
+    /// transpose into the same loops make one plan.
+    pub(super) blocking: NotCompared<Option<Blocking>>,
+}
+
+/// A value a plan carries for the record that its comparisons and hash leave out (every two are
+/// equal).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NotCompared<T>(pub(super) T);
+
+impl<T> PartialEq for NotCompared<T> {
+    fn eq(&self, _: &NotCompared<T>) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for NotCompared<T> {}
+
+impl<T> std::hash::Hash for NotCompared<T> {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl Plan {
@@ -848,6 +871,31 @@ impl Plan {
                 Kernel::Element | Kernel::Zip { .. } | Kernel::Unzip { .. } => false,
             })
         })
+    }
+
+    /// The blocking the plan's transposes are cut by (of the one that moves the most elements,
+    /// if its regions transpose by different ones), `None` if it does not transpose: the
+    /// tactics' fixed blocking, or the one fitted to the transpose's rows
+    /// ([`Tiling::blocking`](super::Tiling::blocking)).
+    ///
+    /// ```
+    /// use relayout::plan::{Blocking, Plan, Tactics, Tiling};
+    /// use relayout::{Layout, Target};
+    ///
+    /// let (src, dst) = (Layout::row_major(&[256, 256])?, Layout::col_major(&[256, 256])?);
+    /// let host = Target::host();
+    /// // Rows of 1 KiB each way, 256 KiB written: a blocking fitted to them, not streamed.
+    /// let fitted = Tiling::Fitted.blocking(4, 1024, 1024, 256 << 10, false, host);
+    /// assert_eq!(Plan::new(&src, &dst, 4)?.blocking(), Some(fitted));
+    /// let long_runs = Tactics::fixed(Blocking::LONG_RUNS);
+    /// let plan = Plan::with_tactics(&src, &dst, 4, long_runs, host)?;
+    /// assert_eq!(plan.blocking(), Some(Blocking::LONG_RUNS));
+    /// // A copy has no blocks.
+    /// assert_eq!(Plan::new(&src, &src, 4)?.blocking(), None);
+    /// # Ok::<(), relayout::Error>(())
+    /// ```
+    pub fn blocking(&self) -> Option<Blocking> {
+        self.blocking.0
     }
 
     /// Bytes per destination element.

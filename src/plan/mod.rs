@@ -41,6 +41,7 @@ mod swizzle;
 mod tactics;
 mod verify;
 
+use ir::NotCompared;
 pub use ir::{
     CopyWrite, Flush, Indexed, IndexedSwizzle, Join, Kernel, LongReads, Loop, OffsetTerm, Packed,
     Plan, Region, RunHead, RunTail, TransposeTile, TransposeWrite, UnzipWrite, Walk, ZipTile,
@@ -278,6 +279,7 @@ impl Plan {
                 elements: 0,
                 target,
                 regions: Vec::new(),
+                blocking: NotCompared(None),
             });
         }
         // A swizzle changes the offsets of whole digits, so the dims of a swizzled pair are
@@ -348,6 +350,8 @@ impl Plan {
             line_offsets: line_offsets.within(target.line_bytes),
         };
         let mut regions = Vec::new();
+        // The blocking of the transpose that moves the most elements, and how many it moves.
+        let mut blocking: Option<(usize, Blocking)> = None;
         for combo in box_combinations(&boxes) {
             let loops: Vec<Loop> = combo.iter().flat_map(|b| b.loops.iter().copied()).collect();
             let region = Region {
@@ -358,10 +362,18 @@ impl Plan {
                 loops,
                 kernel: Kernel::Element,
             };
+            let elements = region.elements();
             let scheduled = schedule::schedule(region, cx);
+            if let Some(b) = scheduled.blocking {
+                if blocking.is_none_or(|(most, _)| elements > most) {
+                    blocking = Some((elements, b));
+                }
+            }
             match packed {
-                None => regions.extend(scheduled),
-                Some(p) => regions.extend(scheduled.into_iter().map(|r| packed::lower(r, p))),
+                None => regions.extend(scheduled.regions),
+                Some(p) => {
+                    regions.extend(scheduled.regions.into_iter().map(|r| packed::lower(r, p)))
+                }
             }
         }
         let plan = Plan {
@@ -374,6 +386,7 @@ impl Plan {
             elements: src.size(),
             target,
             regions,
+            blocking: NotCompared(blocking.map(|(_, b)| b)),
         };
         if cfg!(debug_assertions) {
             if let Err(violation) = plan.verify() {

@@ -94,10 +94,17 @@ impl Context {
     }
 }
 
+/// One region as scheduled: the regions it became, and for a transpose the blocking its blocks
+/// were cut by.
+pub(super) struct Scheduled {
+    pub regions: Vec<Region>,
+    pub blocking: Option<Blocking>,
+}
+
 /// Schedules one region (its loops in any order, its kernel an element move). A long copy comes
 /// back as two regions: whole chunks, then the rest; a transpose as its blocks and partial
-/// blocks.
-pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
+/// blocks, with the blocking the tactics gave it (fitted to its rows, or fixed).
+pub(super) fn schedule(region: Region, cx: Context) -> Scheduled {
     let mut loops = coalesce(
         region
             .loops
@@ -132,6 +139,7 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
         kernel,
         ..region
     };
+    let mut transpose_blocking = None;
     let regions = match kernel {
         Kernel::Copy {
             len,
@@ -160,6 +168,7 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
                 cx.streams_runs(),
                 cx.target,
             );
+            transpose_blocking = Some(blocking);
             let streams = cx.large()
                 && matches!(
                     blocking.write,
@@ -213,7 +222,10 @@ pub(super) fn schedule(region: Region, cx: Context) -> Vec<Region> {
     } else {
         regions
     };
-    regions.into_iter().map(|r| choose_writes(r, cx)).collect()
+    Scheduled {
+        regions: regions.into_iter().map(|r| choose_writes(r, cx)).collect(),
+        blocking: transpose_blocking,
+    }
 }
 
 /// Which side of a zip or unzip holds its strips (the short dim's rows along the long loop).

@@ -837,6 +837,48 @@ impl Blocking {
     }
 }
 
+impl fmt::Display for Blocking {
+    /// `run 256, block 8192, macro 4x4, write streamed, walk along, prefetch 3, group 8` (no
+    /// `prefetch` for the next block, no `group` for a block at a time): the blocking's part of
+    /// the form [`Tactics`] displays.
+    ///
+    /// ```
+    /// use relayout::plan::Blocking;
+    ///
+    /// assert_eq!(
+    ///     Blocking::STREAMED_256.to_string(),
+    ///     "run 256, block 16384, macro 4x4, write streamed, walk along"
+    /// );
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "run {}, block {}, macro {}x{}, write {}, walk {}",
+            self.run_bytes,
+            self.block_bytes,
+            self.macro_strips,
+            self.macro_blocks,
+            match self.write {
+                BlockWrite::InPlace => "in-place",
+                BlockWrite::Staged => "staged",
+                BlockWrite::Streamed => "streamed",
+                BlockWrite::StreamedTiles => "streamed tiles",
+            },
+            match self.walk {
+                Walk::Along => "along",
+                Walk::Across => "across",
+            }
+        )?;
+        if self.prefetch_ahead != 1 {
+            write!(f, ", prefetch {}", self.prefetch_ahead)?;
+        }
+        if self.prefetch_group != 1 {
+            write!(f, ", group {}", self.prefetch_group)?;
+        }
+        Ok(())
+    }
+}
+
 impl Default for Blocking {
     /// [`Blocking::DEFAULT`].
     fn default() -> Blocking {
@@ -1008,32 +1050,7 @@ impl fmt::Display for Tactics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.tiling {
             Tiling::Fitted => write!(f, "fitted")?,
-            Tiling::Fixed(b) => write!(
-                f,
-                "run {}, block {}, macro {}x{}, write {}, walk {}",
-                b.run_bytes,
-                b.block_bytes,
-                b.macro_strips,
-                b.macro_blocks,
-                match b.write {
-                    BlockWrite::InPlace => "in-place",
-                    BlockWrite::Staged => "staged",
-                    BlockWrite::Streamed => "streamed",
-                    BlockWrite::StreamedTiles => "streamed tiles",
-                },
-                match b.walk {
-                    Walk::Along => "along",
-                    Walk::Across => "across",
-                }
-            )?,
-        }
-        if let Tiling::Fixed(b) = self.tiling {
-            if b.prefetch_ahead != 1 {
-                write!(f, ", prefetch {}", b.prefetch_ahead)?;
-            }
-            if b.prefetch_group != 1 {
-                write!(f, ", group {}", b.prefetch_group)?;
-            }
+            Tiling::Fixed(b) => write!(f, "{b}")?,
         }
         let large = match self.large_writes {
             LargeWrites::Streamed => "streamed",
@@ -1159,6 +1176,26 @@ impl FromStr for Tactics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Plan;
+    use crate::Layout;
+
+    #[test]
+    fn blockings_that_cut_the_same_loops_make_one_plan_that_reports_its_own() {
+        // The transpose of an n × n f32 matrix, blocked by `b`.
+        let plan = |n: usize, b: Blocking| {
+            let (src, dst) = (Layout::row_major(&[n, n]), Layout::col_major(&[n, n]));
+            let tactics = Tactics::fixed(b);
+            Plan::with_tactics(&src.unwrap(), &dst.unwrap(), 4, tactics, Target::host()).unwrap()
+        };
+        // An 8 × 8 matrix is smaller than a block of either.
+        let (short, long) = (plan(8, Blocking::DEFAULT), plan(8, Blocking::LONG_RUNS));
+        assert_eq!(short, long);
+        assert_eq!(short.regions(), long.regions());
+        assert_eq!(short.blocking(), Some(Blocking::DEFAULT));
+        assert_eq!(long.blocking(), Some(Blocking::LONG_RUNS));
+        // Loops cut otherwise make another plan.
+        assert_ne!(plan(512, Blocking::DEFAULT), plan(512, Blocking::LONG_RUNS));
+    }
 
     #[test]
     fn prefetch_groups_read_back_and_refuse_nonsense() {
