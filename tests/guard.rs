@@ -434,3 +434,62 @@ fn joined_runs_of_rows_inside_lines() {
         }
     }
 }
+
+#[test]
+fn joined_unzips_into_strips_inside_lines() {
+    use relayout::plan::{Kernel, Plan, RunHead, RunTail, UnzipWrite};
+    // Unzips of 2 to 7 interleaved strips (8-byte elements of more than 3 are transposed,
+    // joined as `joined_runs_of_rows_inside_lines` checks) into planes that are not whole lines
+    // apart (P elements apart, P odd), long enough to be cut into chunks, with a rest past the
+    // chunks shorter than the line a chunk would lend it and longer; at every element size,
+    // streamed from the first byte (the default tactics), on one and two threads, in guard
+    // pages.
+    let pin = Pin::eager(0);
+    let mut seen = std::collections::HashSet::new();
+    for elem_size in [1, 2, 4, 8] {
+        for channels in [2, 3, 5, 7] {
+            for planes in [1601, 2731, 4099, 5501] {
+                let src = Layout::from_strides(&[planes, channels], &[channels as i64, 1]).unwrap();
+                let dst = Layout::col_major(&[planes, channels]).unwrap();
+                let plan =
+                    Plan::with_tactics(&src, &dst, elem_size, pin.tactics, pin.target).unwrap();
+                common::check_plan_moves_of(&plan, &src, &dst);
+                let mut joins = false;
+                for r in plan.regions() {
+                    if let Kernel::Unzip {
+                        write: UnzipWrite::JoinedStrips(join),
+                        ..
+                    } = r.kernel
+                    {
+                        let tail = matches!(join.tail, RunTail::Joined { .. });
+                        seen.insert((elem_size, join.head == RunHead::Joined, tail));
+                        joins |= join.head == RunHead::Joined || tail;
+                    }
+                }
+                // `relayout plan` says so.
+                assert!(
+                    !joins || plan.to_string().contains(", joined: each"),
+                    "{plan}"
+                );
+                for threads in [1, 2] {
+                    let run = Run {
+                        elem_size,
+                        pad: None,
+                        threads,
+                        pin: Some(pin),
+                    };
+                    check_guarded(&src, &dst, run).unwrap_or_else(|e| panic!("{e}\n{plan}"));
+                }
+            }
+        }
+    }
+    // Every element size joins in every way.
+    for elem_size in [1, 2, 4, 8] {
+        for ends in [(false, true), (true, true), (true, false)] {
+            assert!(
+                seen.contains(&(elem_size, ends.0, ends.1)),
+                "{elem_size}-byte elements, runs joined as {ends:?}: {seen:?}"
+            );
+        }
+    }
+}

@@ -1760,19 +1760,25 @@ fn few_channel_unzips_stream_their_strips() {
     let machine = common::streams_from_8_mib();
     // NHWC -> NCHW with 3 channels over 8 MiB: the strips (one per channel plane) are unzipped
     // a chunk at a time into the staging buffer and streamed out as three rows; a plane that is
-    // not a whole number of chunks, and one element past a vector, end each batch.
-    for (hw, elem) in [(174_763, 4), (700_001, 1), (350_003, 2)] {
+    // not a whole number of chunks, and one element past a vector, end each batch. Planes that
+    // are not whole lines apart join their chunks' runs.
+    for (hw, elem) in [(174_768, 4), (174_763, 4), (700_001, 1), (350_003, 2)] {
         let nhwc = Layout::ordered(&[4, 3, hw], &[0, 2, 1]).unwrap();
         let nchw = Layout::row_major(&[4, 3, hw]).unwrap();
         let plan = Plan::with_tactics(&nhwc, &nchw, elem, Tactics::default(), machine).unwrap();
+        let whole_lines = (hw * elem).is_multiple_of(machine.line_bytes);
         assert!(
-            plan.regions().iter().any(|r| matches!(
-                r.kernel,
+            plan.regions().iter().any(|r| match r.kernel {
                 Kernel::Unzip {
                     write: UnzipWrite::StreamedStrips,
                     ..
-                }
-            )),
+                } => whole_lines,
+                Kernel::Unzip {
+                    write: UnzipWrite::JoinedStrips(_),
+                    ..
+                } => !whole_lines,
+                _ => false,
+            }),
             "{plan}"
         );
         common::check_plan_moves_of(&plan, &nhwc, &nchw);

@@ -182,6 +182,10 @@ impl Emitter<'_> {
                 tile,
                 write: UnzipWrite::StreamedStrips,
             } => self.staged_strips(tile, s, d),
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::JoinedStrips(join),
+            } => self.joined_strips(tile, join, s, d),
         }
     }
 
@@ -458,13 +462,7 @@ impl Emitter<'_> {
         let ahead = Ahead::of(block, prefetch.map(|p| p.with_step(|step| step * size)), s);
         self.flushing(|e| match ahead {
             Some(ahead) => e.stream_copy_asking(ends, rows, b.extent, stage, d, ahead),
-            None => {
-                let routine = match ends {
-                    Some(j) => e.joined_ends_routine(j),
-                    None => e.stream_routine(),
-                };
-                e.stream_copy(routine, rows, b.extent, stage, d);
-            }
+            None => e.stream_copy_joined(ends, rows, b.extent, stage, d),
         });
     }
 
@@ -591,6 +589,48 @@ impl Emitter<'_> {
         };
         let fill = |e: &mut Self, stage| e.zip(into_stage, Strips::Deinterleave, s, stage);
         self.staged_streamed(rows, row, d, fill, None);
+    }
+
+    /// A joined unzip ([`UnzipWrite::JoinedStrips`]): the strips and their extension along
+    /// `long` into the staging buffer, whose rows are the extension longer than the runs, then
+    /// the runs out by one call of the runtime's streaming routine of joined runs (the plain one
+    /// where neither end joins).
+    fn joined_strips(&mut self, tile: ZipTile, join: Join, s: Value, d: Value) {
+        let row = tile.long.extent + join.extension();
+        let into_stage = ZipTile {
+            short: Loop {
+                dst_stride: row as i64,
+                ..tile.short
+            },
+            ..tile.with_long_extent(row)
+        };
+        let rows = Loop {
+            extent: tile.short.extent,
+            src_stride: row as i64,
+            dst_stride: tile.short.dst_stride,
+            index_stride: 0,
+        };
+        let stage = self.stage_address();
+        self.zip(into_stage, Strips::Deinterleave, s, stage);
+        let ends = JoinedEnds::of(join);
+        self.flushing(|e| e.stream_copy_joined(ends, rows, tile.long.extent, stage, d));
+    }
+
+    /// [`stream_copy`](Self::stream_copy) by the runtime's streaming routine that joins `ends`
+    /// of its rows, or by the plain one for none.
+    fn stream_copy_joined(
+        &mut self,
+        ends: Option<JoinedEnds>,
+        rows: Loop,
+        len: usize,
+        s: Value,
+        d: Value,
+    ) {
+        let routine = match ends {
+            Some(j) => self.joined_ends_routine(j),
+            None => self.stream_routine(),
+        };
+        self.stream_copy(routine, rows, len, s, d);
     }
 
     /// Runs `fill`, which writes a block into the staging buffer (at the address it is given),

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::ir::{
-    CopyWrite, Flush, IndexedSwizzle, Kernel, LongReads, Loop, OffsetTerm, Packed, Plan, Region,
-    RunHead, RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite, ASK_GROUPS,
+    CopyWrite, Flush, IndexedSwizzle, Join, Kernel, LongReads, Loop, OffsetTerm, Packed, Plan,
+    Region, RunHead, RunTail, TransposeWrite, UnzipWrite, Walk, ZipWrite, ASK_GROUPS,
 };
 
 impl fmt::Display for Plan {
@@ -120,6 +120,10 @@ impl Nest<'_, '_> {
             };
             let run_bytes = match region.kernel {
                 Kernel::Transpose { tile, .. } => tile.b.extent * plan.dst_elem_size(),
+                Kernel::Unzip {
+                    tile,
+                    write: UnzipWrite::JoinedStrips(_),
+                } => tile.long.extent * plan.dst_elem_size(),
                 _ => bytes / runs.max(1),
             };
             format!(
@@ -172,26 +176,17 @@ impl Nest<'_, '_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Joined(join),
-            } => {
-                let head = match join.head {
-                    RunHead::Stored => None,
-                    RunHead::Joined => Some("each from its first whole line (the run before writes the line it starts in)".to_string()),
-                };
-                let tail = match join.tail {
-                    RunTail::Stored => None,
-                    RunTail::Joined { extension } => Some(format!(
-                        "each on to the end of the line the next run starts in ({extension} more elements read)"
-                    )),
-                };
-                let joins = match [head, tail].into_iter().flatten().collect::<Vec<_>>() {
-                    ends if ends.is_empty() => String::new(),
-                    ends => format!(", joined: {}", ends.join(", ")),
-                };
-                self.line(format_args!(
-                    "{}",
-                    staged("streamed", tile.a.extent, &joins)
-                ))?
-            }
+            } => self.line(format_args!(
+                "{}",
+                staged("streamed", tile.a.extent, &joins(join))
+            ))?,
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::JoinedStrips(join),
+            } => self.line(format_args!(
+                "{}",
+                staged("streamed", tile.short.extent, &joins(join))
+            ))?,
             _ => {}
         }
         self.kernel(plan, region.kernel)
@@ -263,6 +258,27 @@ impl Nest<'_, '_> {
                 asking(write == UnzipWrite::Prefetched),
             )),
         }
+    }
+}
+
+/// What a joined transpose's or unzip's line says of how its runs meet those beside them.
+fn joins(join: Join) -> String {
+    let head = match join.head {
+        RunHead::Stored => None,
+        RunHead::Joined => Some(
+            "each from its first whole line (the run before writes the line it starts in)"
+                .to_string(),
+        ),
+    };
+    let tail = match join.tail {
+        RunTail::Stored => None,
+        RunTail::Joined { extension } => Some(format!(
+            "each on to the end of the line the next run starts in ({extension} more elements read)"
+        )),
+    };
+    match [head, tail].into_iter().flatten().collect::<Vec<_>>() {
+        ends if ends.is_empty() => String::new(),
+        ends => format!(", joined: {}", ends.join(", ")),
     }
 }
 

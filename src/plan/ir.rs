@@ -215,7 +215,8 @@ pub enum TransposeWrite {
     Joined(Join),
 }
 
-/// How the runs of a [`TransposeWrite::Joined`] block meet the runs beside them along `b`.
+/// How the runs of a [`TransposeWrite::Joined`] block meet the runs beside them along `b` (and
+/// those of an [`UnzipWrite::JoinedStrips`] unzip the runs beside them along `long`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Join {
     /// Where each run starts.
@@ -240,11 +241,11 @@ pub enum RunTail {
     /// Its part of that line with ordinary stores: the last run of a row, and the run before
     /// one too short to lend it a line.
     Stored,
-    /// The whole line, streamed: the block transposes `extension` more elements along `b` (a
-    /// cache line's worth, which the next block moves again) into the staging buffer, and each
-    /// run goes on to the end of the line the next run starts in.
+    /// The whole line, streamed: the block transposes (the unzip unzips) `extension` more
+    /// elements along `b` (`long`): a cache line's worth, which the next one moves again, into
+    /// the staging buffer, and each run goes on to the end of the line the next run starts in.
     Joined {
-        /// Elements along `b` the block reads past its own.
+        /// Elements along `b` (`long`) the kernel reads past its own.
         extension: usize,
     },
 }
@@ -372,6 +373,13 @@ pub enum UnzipWrite {
     /// streamed out by one call as `short.extent` rows `short.dst_stride` apart: for strips
     /// that land far apart (planes of NCHW from few-channel NHWC).
     StreamedStrips,
+    /// As [`UnzipWrite::StreamedStrips`], for strips that are not whole cache lines apart (planes
+    /// of an odd size), so that most runs start and end inside a line: the runs meet the runs of
+    /// the unzips before and after them along `long` as a [`TransposeWrite::Joined`] block's
+    /// meet the blocks' beside it along `b`, each shared line written whole by one of the two,
+    /// with streaming stores. The strips are unzipped `extension` elements further along `long`
+    /// into rows that much longer.
+    JoinedStrips(Join),
 }
 
 impl Kernel {
@@ -399,14 +407,23 @@ impl Kernel {
     }
 
     /// The loops that bound what the kernel reads and writes: its [`loops`](Kernel::loops),
-    /// with `b` of a [`TransposeWrite::Joined`] transpose longer by its extension, which the
-    /// block reads and into whose first line it may write.
+    /// with `b` of a [`TransposeWrite::Joined`] transpose and `long` of an
+    /// [`UnzipWrite::JoinedStrips`] unzip longer by their extension, which the kernel reads and
+    /// into whose first line it may write.
     pub fn reach(&self) -> Vec<Loop> {
         match *self {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Joined(join),
             } => vec![tile.b.with_extent(tile.b.extent + join.extension()), tile.a],
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::JoinedStrips(join),
+            } => vec![
+                SINGLE,
+                tile.long.with_extent(tile.long.extent + join.extension()),
+                tile.short,
+            ],
             _ => self.loops(),
         }
     }
@@ -433,6 +450,10 @@ impl Kernel {
                 tile,
                 write: TransposeWrite::Joined(join),
             } => tile.a.extent * (tile.b.extent + join.extension()),
+            Kernel::Unzip {
+                tile,
+                write: UnzipWrite::JoinedStrips(join),
+            } => tile.short.extent * (tile.long.extent + join.extension()),
             Kernel::Zip {
                 tile,
                 write: ZipWrite::StreamedTile,
@@ -475,7 +496,9 @@ impl Kernel {
                 write: ZipWrite::StreamedTile | ZipWrite::StreamedRun { .. },
                 ..
             } | Kernel::Unzip {
-                write: UnzipWrite::StreamedRun { .. } | UnzipWrite::StreamedStrips,
+                write: UnzipWrite::StreamedRun { .. }
+                    | UnzipWrite::StreamedStrips
+                    | UnzipWrite::JoinedStrips(_),
                 ..
             }
         )
@@ -525,7 +548,10 @@ impl UnzipWrite {
     /// The steps staged together, or a single step.
     pub fn steps(&self) -> Loop {
         match *self {
-            UnzipWrite::InPlace | UnzipWrite::Prefetched | UnzipWrite::StreamedStrips => SINGLE,
+            UnzipWrite::InPlace
+            | UnzipWrite::Prefetched
+            | UnzipWrite::StreamedStrips
+            | UnzipWrite::JoinedStrips(_) => SINGLE,
             UnzipWrite::StreamedRun { steps, .. } => steps,
         }
     }

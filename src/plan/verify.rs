@@ -11,8 +11,8 @@
 use std::fmt;
 
 use super::ir::{
-    Join, Kernel, Loop, Packed, Plan, Region, RunTail, TransposeTile, TransposeWrite, UnzipWrite,
-    ZipTile, ZipWrite, SINGLE,
+    Join, Kernel, Loop, Packed, Plan, Region, RunTail, TransposeWrite, UnzipWrite, ZipTile,
+    ZipWrite, SINGLE,
 };
 use super::packed::moves_whole_bytes;
 use crate::layout::for_each_coord;
@@ -45,8 +45,8 @@ pub enum Rule {
     StageLimit,
     /// The steps of a staged run continue one another in the destination.
     StagedRun,
-    /// A joined transpose's runs that write the line the next run starts in are whole lines
-    /// long and read a line's worth of elements past their own.
+    /// A joined transpose's or unzip's runs that write the line the next run starts in are whole
+    /// lines long and read a line's worth of elements past their own.
     JoinedRun,
     /// A kernel that consumes a loop has a loop around it (the unit threads split).
     ThreadLoop,
@@ -273,7 +273,7 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
                 ),
             )?;
             match write {
-                TransposeWrite::Joined(join) => joined(plan, tile, join),
+                TransposeWrite::Joined(join) => joined(plan, tile.b.extent, join),
                 _ => Ok(()),
             }
         }
@@ -302,33 +302,36 @@ fn kernel_shape(plan: &Plan, kernel: Kernel) -> RegionCheck {
                     && tile.long.dst_stride == 1,
                 &format!("an unzip reads its strips interleaved: {tile:?}"),
             )?;
-            if let UnzipWrite::StreamedRun { steps, pieces } = write {
-                if tile.short.dst_stride != tile.long.extent as i64 {
-                    return Err((
-                        Rule::StagedRun,
-                        format!("a staged unzip's strips must be contiguous: {tile:?}"),
-                    ));
+            match write {
+                UnzipWrite::StreamedRun { steps, pieces } => {
+                    if tile.short.dst_stride != tile.long.extent as i64 {
+                        return Err((
+                            Rule::StagedRun,
+                            format!("a staged unzip's strips must be contiguous: {tile:?}"),
+                        ));
+                    }
+                    continued(tile, steps, pieces)
                 }
-                continued(tile, steps, pieces)?;
+                UnzipWrite::JoinedStrips(join) => joined(plan, tile.long.extent, join),
+                _ => Ok(()),
             }
-            Ok(())
         }
     }
 }
 
-/// A joined run that lends the next its line is whole lines long and reads a line further.
-fn joined(plan: &Plan, tile: TransposeTile, join: Join) -> RegionCheck {
+/// A joined run (of `run` elements) that lends the next its line is whole lines long and reads a
+/// line further.
+fn joined(plan: &Plan, run: usize, join: Join) -> RegionCheck {
     let line = plan.target.line_bytes;
     let size = plan.dst_elem_size();
     match join.tail {
         RunTail::Joined { extension }
-            if extension * size != line || !(tile.b.extent * size).is_multiple_of(line) =>
+            if extension * size != line || !(run * size).is_multiple_of(line) =>
         {
             Err((
                 Rule::JoinedRun,
                 format!(
-                    "runs of {} elements of {size} bytes, extended by {extension}, with {line}-byte lines",
-                    tile.b.extent
+                    "runs of {run} elements of {size} bytes, extended by {extension}, with {line}-byte lines"
                 ),
             ))
         }
@@ -507,6 +510,54 @@ mod tests {
             p.elements = p.regions[0].elements();
         };
         assert_eq!(rule_after(nibbles(&src, &src), odd_copy), Rule::Packed);
+    }
+
+    #[test]
+    fn joined_runs_shorter_than_whole_lines_or_extended_by_less_are_caught() {
+        use crate::plan::{RunTail, TransposeWrite, UnzipWrite};
+        // Streamed from the first byte: a transpose and an unzip into rows 4001 f32 apart,
+        // whose first regions lend the next their line.
+        let eager = Target {
+            stream_min_bytes: 0,
+            ..Target::host()
+        };
+        let planned = |src: Layout, dst: Layout| {
+            Plan::with_tactics(&src, &dst, 4, Tactics::default(), eager).unwrap()
+        };
+        let transpose = || {
+            let (src, dst) = (
+                Layout::row_major(&[4001, 40]),
+                Layout::col_major(&[4001, 40]),
+            );
+            planned(src.unwrap(), dst.unwrap())
+        };
+        let unzip = || {
+            let src = Layout::from_strides(&[4001, 3], &[3, 1]).unwrap();
+            planned(src, Layout::col_major(&[4001, 3]).unwrap())
+        };
+        // The first region's join, for `edit` to change.
+        fn tail(plan: &mut Plan) -> &mut RunTail {
+            match &mut plan.regions[0].kernel {
+                Kernel::Transpose {
+                    write: TransposeWrite::Joined(join),
+                    ..
+                }
+                | Kernel::Unzip {
+                    write: UnzipWrite::JoinedStrips(join),
+                    ..
+                } => &mut join.tail,
+                k => panic!("not joined: {k:?}"),
+            }
+        }
+        let shorter = |p: &mut Plan| *tail(p) = RunTail::Joined { extension: 8 };
+        assert_eq!(rule_after(transpose(), shorter), Rule::JoinedRun);
+        assert_eq!(rule_after(unzip(), shorter), Rule::JoinedRun);
+        let part_line = |p: &mut Plan| {
+            if let Kernel::Unzip { tile, .. } = &mut p.regions[0].kernel {
+                tile.long.extent -= 4;
+            }
+        };
+        assert_eq!(rule_after(unzip(), part_line), Rule::JoinedRun);
     }
 
     #[test]
