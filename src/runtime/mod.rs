@@ -384,6 +384,23 @@ impl Rows {
         self.rows > 1 && self.row_bytes >= LINE_BYTES && self.dst_stride == self.row_bytes as isize
     }
 
+    /// These rows as one row where they lie end to end on both sides (each `row_bytes` after the
+    /// last, upwards): the rows of a staged transpose into destination rows shorter than a line
+    /// that follow one another (NCHW → NHWC with 8 channels: 32-byte rows) then stream as one run
+    /// of whole lines instead of row by row, each row's lines stored in part.
+    fn merged(self) -> Rows {
+        let row = self.row_bytes as isize;
+        if self.rows > 1 && self.src_stride == row && self.dst_stride == row {
+            Rows {
+                rows: 1,
+                row_bytes: self.rows * self.row_bytes,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+
     /// The job of a routine called with these pointers and `[rows, row length, src_stride,
     /// dst_stride]` (negative counts as none).
     fn new(src: *const u8, dst: *mut u8, [rows, len, src_stride, dst_stride]: [i64; 4]) -> Rows {
@@ -529,6 +546,11 @@ unsafe fn copy_rows<
         }
         return;
     }
+    let job = match HEAD_JOINED || TAIL_JOINED {
+        // Joined rows each leave or lend their own ends.
+        true => job,
+        false => job.merged(),
+    };
     // Without `ASKS` (the plain streaming routines) nothing of the asking is compiled in.
     let shares = ASKS.then(|| ahead.in_shares(job.rows));
     let whole_lines = |x: usize| x.is_multiple_of(LINE_BYTES);
@@ -1554,17 +1576,37 @@ mod tests {
     }
 
     #[test]
+    fn rows_end_to_end_on_both_sides_merge_into_one() {
+        let rows = |rows, row_bytes, src_stride, dst_stride| {
+            let (src, dst) = (std::ptr::null(), std::ptr::null_mut());
+            let job = Rows::new(src, dst, [rows, row_bytes, src_stride, dst_stride]).merged();
+            (job.rows, job.row_bytes)
+        };
+        // 64 destination rows of 32 bytes from a stage that holds them end to end too.
+        assert_eq!(rows(64, 32, 32, 32), (1, 2048));
+        // A gap on either side, rows going down, or a single row: as they are.
+        assert_eq!(rows(64, 32, 48, 32), (64, 32));
+        assert_eq!(rows(64, 32, 32, 48), (64, 32));
+        assert_eq!(rows(64, 32, -32, -32), (64, 32));
+        assert_eq!(rows(1, 32, 32, 32), (1, 32));
+    }
+
+    #[test]
     fn rows_end_to_end_land_where_they_belong_at_any_alignment() {
         // Rows one after another in the destination, whose lines where rows meet are put
-        // together from both (copy_rows_end_to_end), from source rows apart or end to end too.
-        let src: Vec<u8> = (0..2000).map(|i| (i * 11 % 251) as u8).collect();
+        // together from both (copy_rows_end_to_end), from source rows apart or end to end too
+        // (then one row), rows shorter than a line among them.
+        let src: Vec<u8> = (0..12_000).map(|i| (i * 11 % 251) as u8).collect();
         for_each_routine(|routine| {
-            for row_bytes in [64, 65, 72, 77, 100, 128, 130, 200, 256] {
+            for row_bytes in [4, 20, 32, 48, 64, 65, 72, 77, 100, 128, 130, 200, 256] {
                 for src_gap in [row_bytes, 300] {
                     for offset in 0..64 {
                         let stride = row_bytes as i64;
-                        check_rows_from(routine, &src, src_gap, 5, row_bytes, stride, offset);
-                        check_rows_from(routine, &src, src_gap, 2, row_bytes, stride, offset);
+                        for rows in [2, 5, 40] {
+                            check_rows_from(
+                                routine, &src, src_gap, rows, row_bytes, stride, offset,
+                            );
+                        }
                     }
                 }
             }
