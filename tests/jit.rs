@@ -1663,8 +1663,7 @@ fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
     // for every k from 3 to 15, with whole vectors and element tails along the strips: every
     // k up to the lane count of an element size takes a shuffle network, not element moves,
     // and so do a few more than the lanes of 4- and 8-byte elements where the planner takes
-    // them (`ZipTile::zips`, `ZipTile::unzips`; otherwise more strips than lanes make a
-    // transpose).
+    // them (`ZipTile::interleaves`; otherwise more strips than lanes make a transpose).
     for k in 3..=15usize {
         for n in [16, 37] {
             let planar = Layout::row_major(&[2, k, n]).unwrap();
@@ -1674,8 +1673,8 @@ fn short_strips_of_any_extent_zip_and_unzip_in_registers() {
             for elem in [1usize, 2, 4, 8] {
                 let lanes = 16 / elem;
                 let ways = [
-                    (&planar, &interleaved, ZipTile::zips(k, lanes)),
-                    (&interleaved, &planar, ZipTile::unzips(k, lanes)),
+                    (&planar, &interleaved, ZipTile::interleaves(k, lanes)),
+                    (&interleaved, &planar, ZipTile::interleaves(k, lanes)),
                 ];
                 for (from, to, takes) in ways {
                     let plan = Plan::new(from, to, elem).unwrap();

@@ -277,7 +277,7 @@ pub enum Flush {
 /// into another strip's register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ZipTile {
-    /// The short loop of strips ([`ZipTile::zips`], [`ZipTile::unzips`]), contiguous on the
+    /// The short loop of strips ([`ZipTile::interleaves`]), contiguous on the
     /// interleaved side.
     pub short: Loop,
     /// The long loop along each strip.
@@ -287,29 +287,34 @@ pub struct ZipTile {
 }
 
 impl ZipTile {
-    /// Whether the planner unzips `k` strips of `lanes`-element vectors: 2 to `lanes`, and
-    /// with 4 lanes or fewer (elements of 4 bytes or more in 16-byte vectors) up to one short
-    /// of twice the lanes, where a transpose's square tiles would overlap. On a 2-core Intel Xeon VM (family 6, model 85), NHWC → NCHW of 32 ×
-    /// 224² pixels (`relayout bench`, tuned, two alternating rounds) ran at 0.96–0.97 of
-    /// memcpy in tiles and 1.03–1.07 unzipped with 5 f32 channels, 1.01 and 1.05–1.06 with 6,
-    /// 1.01 and 1.05–1.07 with 7, 0.97 and 1.15 with 3 f64 channels; 2-byte elements unzipped
-    /// past their lanes ran no faster (9 channels) or slower (10: 0.97 against 0.92).
-    pub const fn unzips(k: usize, lanes: usize) -> bool {
+    /// Whether the planner zips or unzips `k` strips of `lanes`-element vectors: 2 to `lanes`,
+    /// and with 4 lanes or fewer (elements of 4 bytes or more in 16-byte vectors) up to one
+    /// short of twice the lanes, where a transpose's square tiles would overlap. On a 2-core
+    /// Intel Xeon VM (family 6, model 85), NHWC → NCHW of 32 × 224² pixels (`relayout bench`,
+    /// tuned, two alternating rounds) ran at 0.96–0.97 of memcpy in tiles and 1.03–1.07
+    /// unzipped with 5 f32 channels, 1.01 and 1.05–1.06 with 6, 1.01 and 1.05–1.07 with 7, 0.97
+    /// and 1.15 with 3 f64 channels; 2-byte elements unzipped past their lanes ran no faster (9
+    /// channels) or slower (10: 0.97 against 0.92). Zips of 6 and 7 f32 strips ran slower than
+    /// the tiles of then on that VM (NCHW → NHWC 1.13 against 1.18–1.21 of memcpy, 1.10–1.12
+    /// against 1.18–1.19); on a 2-core AMD EPYC (Zen 4) VM, against today's tiles (streamed
+    /// whole lines at a time), zips of 5 to 7 f32 channels of 224² moved 16.5–21.5 GB/s against
+    /// 8.9–10.6 untuned, 14.1–20.0 against 11.9–14.3 tuned (tuning in 53–67 ms against
+    /// 293–394) and 19.2–25.1 against 13.6–22.3 on two threads (`relayout bench`, two
+    /// alternating runs of each build).
+    ///
+    /// ```
+    /// use relayout::plan::ZipTile;
+    ///
+    /// assert!(ZipTile::interleaves(7, 4) && !ZipTile::interleaves(8, 4));
+    /// assert!(ZipTile::interleaves(8, 8) && !ZipTile::interleaves(9, 8));
+    /// ```
+    pub const fn interleaves(k: usize, lanes: usize) -> bool {
         k >= 2 && (k <= lanes || (lanes <= 4 && k < 2 * lanes))
-    }
-
-    /// Whether the planner zips `k` strips of `lanes`-element vectors: 2 to `lanes`, and 3
-    /// with 2 lanes (8-byte elements). Zips read a vector of every strip a step, and on the VM of
-    /// [`ZipTile::unzips`] zipping 6 and 7 f32 channels ran slower than tiles (NCHW → NHWC
-    /// 1.13 against 1.18–1.21 of memcpy, 1.10–1.12 against 1.18–1.19), 3 f64 channels faster
-    /// (1.21–1.22 against 1.17).
-    pub const fn zips(k: usize, lanes: usize) -> bool {
-        k >= 2 && (k <= lanes || (lanes == 2 && k == 3))
     }
 
     /// Whether the shuffle networks take `k` strips of `lanes`-element vectors (2 to one short
     /// of twice the lanes, the counts they are built and tested for): what a plan may ask of
-    /// them, of which [`ZipTile::zips`] and [`ZipTile::unzips`] choose the faster.
+    /// them, of which [`ZipTile::interleaves`] chooses the faster.
     pub const fn shuffles(k: usize, lanes: usize) -> bool {
         k >= 2 && k < 2 * lanes
     }

@@ -609,27 +609,23 @@ fn pick_kernel(loops: &mut Vec<Loop>, lanes: usize, zips: bool) -> Kernel {
 
 /// A zip or unzip: a short loop of strips that is contiguous on one side and interleaved with
 /// a long loop (at least `lanes`) that is contiguous on the other, of as many strips as
-/// [`ZipTile::zips`] or [`ZipTile::unzips`] takes.
+/// [`ZipTile::interleaves`] takes.
 fn pick_zip(loops: &mut Vec<Loop>, lanes: usize) -> Option<Kernel> {
     for (i, short) in loops.iter().enumerate() {
         for (j, long) in loops.iter().enumerate() {
-            if i == j || long.extent < lanes {
+            let k = short.extent;
+            if i == j || long.extent < lanes || !ZipTile::interleaves(k, lanes) {
                 continue;
             }
-            let k = short.extent;
             let (short, long) = (*short, *long);
             let tile = ZipTile { short, long, lanes };
             let zip = short.dst_stride == 1 && long.src_stride == 1 && long.dst_stride == k as i64;
-            let kernel = if zip && ZipTile::zips(k, lanes) {
+            let kernel = if zip {
                 Kernel::Zip {
                     tile,
                     write: ZipWrite::InPlace,
                 }
-            } else if short.src_stride == 1
-                && long.src_stride == k as i64
-                && long.dst_stride == 1
-                && ZipTile::unzips(k, lanes)
-            {
+            } else if short.src_stride == 1 && long.src_stride == k as i64 && long.dst_stride == 1 {
                 Kernel::Unzip {
                     tile,
                     write: UnzipWrite::InPlace,
