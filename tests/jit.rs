@@ -638,18 +638,22 @@ fn odd_rows_stream_joined_512_byte_runs_in_32k_blocks_by_default() {
 
 #[test]
 fn short_destination_rows_take_their_tiles_straight_out_by_default() {
-    use relayout::plan::{TransposeWrite, Walk};
-    // Destination rows no more than a line apart (NCHW -> NCHW16c, NCHW -> NHWC with few
-    // channels) take their register tiles across the source rows straight to the destination
-    // by default: streamed for 4- and 8-byte elements, in place for 1- and 2-byte ones. Rows
-    // two lines apart stay staged.
+    use relayout::plan::{Flush, TransposeWrite, Walk};
+    // Destination rows a line apart (NCHW -> NCHW16c, NCHW -> NHWC with 16 f32 channels) take
+    // their register tiles across the source rows straight to the destination by default:
+    // streamed for 4- and 8-byte elements, in place for 1- and 2-byte ones. Shorter rows that
+    // lie end to end (NCHW -> NHWC with 10 f32 channels) are whole lines together: their blocks
+    // are staged and streamed out as one run, for elements of 2 bytes and more. Rows two lines
+    // apart stay staged.
+    let staged = TransposeWrite::Staged(Flush::Streamed);
     for (elem_size, (rows, cols), write) in [
         (4, (16, 600), TransposeWrite::Streamed),
-        (4, (10, 601), TransposeWrite::Streamed),
+        (4, (10, 601), staged),
+        (4, (8, 600), staged),
         (8, (8, 600), TransposeWrite::Streamed),
-        (8, (6, 600), TransposeWrite::Streamed),
+        (8, (6, 600), staged),
         (2, (32, 600), TransposeWrite::InPlace),
-        (2, (12, 600), TransposeWrite::InPlace),
+        (2, (12, 600), staged),
         (1, (40, 700), TransposeWrite::InPlace),
     ] {
         let (tile, got, plan) = default_transpose_checked(elem_size, rows, cols);
@@ -658,9 +662,36 @@ fn short_destination_rows_take_their_tiles_straight_out_by_default() {
             (write, Walk::Across),
             "{elem_size} bytes\n{plan}"
         );
+        // `relayout plan` says so.
+        let one_run = plan.to_string().contains(", end to end: one run of");
+        assert_eq!(one_run, write == staged, "{plan}");
     }
     let (_, write, plan) = default_transpose_checked(4, 32, 600);
     assert!(matches!(write, TransposeWrite::Staged(_)), "{plan}");
+    // Rows of 8 f32 with gaps between them (12 apart) would go out one by one: streamed tiles.
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Kernel, Plan, Tactics};
+    let eager = Pin::defaults_on(streams_from_the_first_byte());
+    let src = Layout::row_major(&[8, 600]).unwrap();
+    let dst = Layout::from_strides(&[8, 600], &[1, 12]).unwrap();
+    let plan = Plan::with_tactics(&src, &dst, 4, Tactics::default(), eager.target).unwrap();
+    assert!(
+        matches!(
+            plan.regions()[0].kernel,
+            Kernel::Transpose {
+                write: TransposeWrite::Streamed,
+                ..
+            }
+        ),
+        "{plan}"
+    );
+    let run = Run {
+        elem_size: 4,
+        pad: None,
+        threads: 1,
+        pin: Some(eager),
+    };
+    check_guarded(&src, &dst, run).unwrap();
 }
 
 #[test]

@@ -169,10 +169,23 @@ impl Nest<'_, '_> {
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Staged(flush),
-            } => self.line(format_args!(
-                "{}",
-                staged(flushed(flush), tile.a.extent, "")
-            ))?,
+            } => {
+                // The streaming routine takes runs that lie end to end on both sides as one.
+                let (a, b) = (tile.a, tile.b);
+                let end_to_end =
+                    flush == Flush::Streamed && a.extent > 1 && a.dst_stride == b.extent as i64;
+                let one_run = match end_to_end {
+                    true => format!(
+                        ", end to end: one run of {} bytes",
+                        a.extent * b.extent * plan.dst_elem_size()
+                    ),
+                    false => String::new(),
+                };
+                self.line(format_args!(
+                    "{}",
+                    staged(flushed(flush), a.extent, &one_run)
+                ))?
+            }
             Kernel::Transpose {
                 tile,
                 write: TransposeWrite::Joined(join),

@@ -212,7 +212,9 @@ pub enum BlockWrite {
     Streamed,
     /// Into large destinations, each register tile of 4- or 8-byte elements streamed straight
     /// to its place, whole cache lines at a time, with no staging buffer; into smaller ones, and
-    /// for other elements, in place. On a 2-core Intel Xeon VM (family 6, model 167) a 2048 ×
+    /// for other elements, in place. Blocks whose destination rows are shorter than a line and
+    /// lie end to end, whole lines together, are staged and streamed out as one run instead
+    /// (for elements of 2 bytes and more). On a 2-core Intel Xeon VM (family 6, model 167) a 2048 ×
     /// 4096 f64 transpose (destination rows 16 KiB apart) ran at 1.39–1.50 of memcpy this way
     /// (256-byte runs across the source rows in 8 and 16 KiB blocks) against 1.13 for the best
     /// staged candidate, while 8000² f32 and f64 transposes ran as fast either way.
