@@ -170,14 +170,18 @@ impl Nest<'_, '_> {
                 tile,
                 write: TransposeWrite::Staged(flush),
             } => {
-                // The streaming routine takes runs that lie end to end on both sides as one.
+                // The streaming routine takes runs shorter than a line that lie end to end on
+                // both sides as one.
                 let (a, b) = (tile.a, tile.b);
-                let end_to_end =
-                    flush == Flush::Streamed && a.extent > 1 && a.dst_stride == b.extent as i64;
+                let size = plan.dst_elem_size();
+                let end_to_end = flush == Flush::Streamed
+                    && a.extent > 1
+                    && a.dst_stride == b.extent as i64
+                    && b.extent * size < plan.target.line_bytes;
                 let one_run = match end_to_end {
                     true => format!(
                         ", end to end: one run of {} bytes",
-                        a.extent * b.extent * plan.dst_elem_size()
+                        a.extent * b.extent * size
                     ),
                     false => String::new(),
                 };
