@@ -388,10 +388,11 @@ impl Rows {
     /// sides (each `row_bytes` after the last, upwards): the rows of a staged transpose into
     /// destination rows shorter than a line that follow one another (NCHW → NHWC with 8
     /// channels: 32-byte rows) then stream as one run of whole lines instead of row by row,
-    /// each row's lines stored in part. Longer rows end to end keep their rows
-    /// ([`copy_rows_end_to_end`]), so that a routine that asks ahead still asks a share before
-    /// each: merged, NCHW → NHWC with 64 f32 channels (rows of 256 bytes) ran at 0.62–0.73 of
-    /// memcpy against 0.85–1.04 on a 2-core AMD EPYC (Zen 4) VM.
+    /// each row's lines stored in part. Longer rows end to end keep their rows, which
+    /// [`copy_rows_end_to_end`] streams whole lines at a time already, so that a routine that
+    /// asks ahead still asks a share before each: merged too, NCHW → NHWC with 64 f32 channels
+    /// (rows of 256 bytes) ran at 0.63–0.84 of memcpy against 0.68–1.04 on a 2-core AMD EPYC
+    /// (Zen 4) VM (three alternating untuned suite runs of each build), no gain.
     fn merged(self) -> Rows {
         let row = self.row_bytes as isize;
         let short = self.row_bytes < LINE_BYTES;
