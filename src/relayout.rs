@@ -870,7 +870,8 @@ impl Relayout {
 /// as [`Relayout::blocking`] reports them. The sizes and the `stage`, `stream` and `across`
 /// flags are those of the blocking the plan's transposes are cut by ([`Plan::blocking`]: the
 /// tactics' fixed blocking, or one fitted to the transpose's rows); a plan that does not
-/// transpose reports the tactics' fixed blocking, or [`Blocking::DEFAULT`] if they fit it.
+/// transpose reports the tactics' fixed blocking, or [`Blocking::DEFAULT`] if the tactics are
+/// fitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockingSummary {
     /// Whether the tactics fit the blocking to each transpose's rows ([`Tiling::Fitted`])

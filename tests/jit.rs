@@ -637,8 +637,9 @@ fn odd_rows_stream_joined_512_byte_runs_in_32k_blocks_by_default() {
 }
 
 #[test]
-fn short_destination_rows_take_their_tiles_straight_out_by_default() {
-    use relayout::plan::{Flush, TransposeWrite, Walk};
+fn short_destination_rows_take_tiles_straight_out_or_stream_one_run_by_default() {
+    use common::guard::{check_guarded, Pin, Run};
+    use relayout::plan::{Flush, Kernel, Plan, Tactics, TransposeWrite, Walk};
     // Destination rows a line apart (NCHW -> NCHW16c, NCHW -> NHWC with 16 f32 channels) take
     // their register tiles across the source rows straight to the destination by default:
     // streamed for 4- and 8-byte elements, in place for 1- and 2-byte ones. Shorter rows that
@@ -669,8 +670,6 @@ fn short_destination_rows_take_their_tiles_straight_out_by_default() {
     let (_, write, plan) = default_transpose_checked(4, 32, 600);
     assert!(matches!(write, TransposeWrite::Staged(_)), "{plan}");
     // Rows of 8 f32 with gaps between them (12 apart) would go out one by one: streamed tiles.
-    use common::guard::{check_guarded, Pin, Run};
-    use relayout::plan::{Kernel, Plan, Tactics};
     let eager = Pin::defaults_on(streams_from_the_first_byte());
     let src = Layout::row_major(&[8, 600]).unwrap();
     let dst = Layout::from_strides(&[8, 600], &[1, 12]).unwrap();

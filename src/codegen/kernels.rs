@@ -573,22 +573,9 @@ impl Emitter<'_> {
     /// An unzip into the staging buffer, one row of `long.extent` elements per strip, then the
     /// rows out to their strips' places in the destination by one call of the streaming routine.
     fn staged_strips(&mut self, tile: ZipTile, s: Value, d: Value) {
-        let row = tile.long.extent;
-        let into_stage = ZipTile {
-            short: Loop {
-                dst_stride: row as i64,
-                ..tile.short
-            },
-            ..tile
-        };
-        let rows = Loop {
-            extent: tile.short.extent,
-            src_stride: row as i64,
-            dst_stride: tile.short.dst_stride,
-            index_stride: 0,
-        };
+        let (into_stage, rows) = strips_through_stage(tile, 0);
         let fill = |e: &mut Self, stage| e.zip(into_stage, Strips::Deinterleave, s, stage);
-        self.staged_streamed(rows, row, d, fill, None);
+        self.staged_streamed(rows, tile.long.extent, d, fill, None);
     }
 
     /// A joined unzip ([`UnzipWrite::JoinedStrips`]): the strips and their extension along
@@ -596,20 +583,7 @@ impl Emitter<'_> {
     /// the runs out by one call of the runtime's streaming routine of joined runs (the plain one
     /// where neither end joins).
     fn joined_strips(&mut self, tile: ZipTile, join: Join, s: Value, d: Value) {
-        let row = tile.long.extent + join.extension();
-        let into_stage = ZipTile {
-            short: Loop {
-                dst_stride: row as i64,
-                ..tile.short
-            },
-            ..tile.with_long_extent(row)
-        };
-        let rows = Loop {
-            extent: tile.short.extent,
-            src_stride: row as i64,
-            dst_stride: tile.short.dst_stride,
-            index_stride: 0,
-        };
+        let (into_stage, rows) = strips_through_stage(tile, join.extension());
         let stage = self.stage_address();
         self.zip(into_stage, Strips::Deinterleave, s, stage);
         let ends = JoinedEnds::of(join);
@@ -668,10 +642,7 @@ impl Emitter<'_> {
                 fill(self, stage);
                 self.flushing(|e| match ahead {
                     Some(ahead) => e.stream_copy_asking(None, rows, len, stage, d, ahead),
-                    None => {
-                        let routine = e.stream_routine();
-                        e.stream_copy(routine, rows, len, stage, d);
-                    }
+                    None => e.stream_copy_joined(None, rows, len, stage, d),
                 });
             }
         }
@@ -912,4 +883,25 @@ fn pieces_side_by_side(steps: Loop, pieces: usize, step_bytes: usize) -> [Loop; 
         steps.stepping(per_piece, pieces),
         steps.with_extent(chunk),
     ]
+}
+
+/// An unzip's strips through the staging buffer: the unzip into it, one row per strip of
+/// `long.extent + extension` elements (the strips `extension` elements further along `long`),
+/// and the rows out of it, each to its strip's place in the destination.
+fn strips_through_stage(tile: ZipTile, extension: usize) -> (ZipTile, Loop) {
+    let row = tile.long.extent + extension;
+    let into_stage = ZipTile {
+        short: Loop {
+            dst_stride: row as i64,
+            ..tile.short
+        },
+        ..tile.with_long_extent(row)
+    };
+    let rows = Loop {
+        extent: tile.short.extent,
+        src_stride: row as i64,
+        dst_stride: tile.short.dst_stride,
+        index_stride: 0,
+    };
+    (into_stage, rows)
 }

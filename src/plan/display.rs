@@ -170,14 +170,15 @@ impl Nest<'_, '_> {
                 tile,
                 write: TransposeWrite::Staged(flush),
             } => {
-                // The streaming routine takes runs shorter than a line that lie end to end on
-                // both sides as one.
+                // The streaming routine takes the runs of some lengths that lie end to end on
+                // both sides as one (a staged transpose's lie end to end in the stage).
                 let (a, b) = (tile.a, tile.b);
                 let size = plan.dst_elem_size();
                 let end_to_end = flush == Flush::Streamed
+                    && plan.conversion.is_none()
                     && a.extent > 1
                     && a.dst_stride == b.extent as i64
-                    && b.extent * size < plan.target.line_bytes;
+                    && crate::runtime::merges_rows_of(b.extent * size);
                 let one_run = match end_to_end {
                     true => format!(
                         ", end to end: one run of {} bytes",

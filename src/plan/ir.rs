@@ -230,8 +230,8 @@ pub struct Join {
 pub enum RunHead {
     /// Its part of that line with ordinary stores: the first run of each destination row.
     Stored,
-    /// Not at all: the run before it (the block one step back along `b`) writes that line
-    /// whole.
+    /// Not at all: the run before it (the block one step back along `b`, the unzip one step
+    /// back along `long`) writes that line whole.
     Joined,
 }
 
@@ -251,7 +251,7 @@ pub enum RunTail {
 }
 
 impl Join {
-    /// Elements along `b` the block reads past its own.
+    /// Elements along `b` (`long`) the block (the unzip) reads past its own.
     pub fn extension(self) -> usize {
         match self.tail {
             RunTail::Stored => 0,

@@ -202,7 +202,16 @@ pub(super) fn schedule(region: Region, cx: Context) -> Scheduled {
                         let Kernel::Unzip { tile, .. } = region.kernel else {
                             unreachable!("the strips of an unzip are unzips")
                         };
-                        let write = join.map_or(write, UnzipWrite::JoinedStrips);
+                        // A rest that joins neither end is an unzip like any other, whose
+                        // write `choose_writes` decides.
+                        let write = match join {
+                            Some(Join {
+                                head: RunHead::Stored,
+                                tail: RunTail::Stored,
+                            })
+                            | None => write,
+                            Some(join) => UnzipWrite::JoinedStrips(join),
+                        };
                         Region {
                             kernel: Kernel::Unzip { tile, write },
                             ..region
@@ -671,7 +680,11 @@ fn block_transpose(
             BlockWrite::Streamed if cx.large() && fits => TransposeWrite::Staged(Flush::Streamed),
             BlockWrite::Staged if fits => TransposeWrite::Staged(Flush::Copied),
             BlockWrite::StreamedTiles
-                if cx.large() && fits && elem_size > 1 && short_rows_end_to_end(a, b, cx) =>
+                if cx.large()
+                    && fits
+                    && !cx.converts
+                    && elem_size > 1
+                    && short_rows_end_to_end(a, b, cx) =>
             {
                 TransposeWrite::Staged(Flush::Streamed)
             }
@@ -768,9 +781,9 @@ fn block_transpose(
 /// Whether a transpose block's destination rows (one per step of `a`, each `b` long) are shorter
 /// than a cache line and lie end to end, so that together they are whole lines: NCHW → NHWC with
 /// 8 f32 channels (rows of 32 bytes). Where the blocking streams tiles
-/// ([`BlockWrite::StreamedTiles`]), such blocks of 2-byte elements and wider are staged and
-/// streamed out instead, as one run (the streaming routine takes rows end to end on both sides
-/// as one). On a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 224² images (`relayout bench
+/// ([`BlockWrite::StreamedTiles`]), such blocks of 2-byte elements and wider that move as they
+/// are (a converting plan's rows leave the stage one by one) are staged and streamed out
+/// instead, as one run (the streaming routine takes such rows as one). On a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 224² images (`relayout bench
 /// --candidates`, two runs) moved 12.5–15.8 GB/s staged against 7.5–7.9 with streamed tiles
 /// for 8 f32 channels, 8.3–12.5 against 8.4–8.7 for 10, 9.2–12.8 against 7.3–7.9 for 12,
 /// 8.5–13.2 against 7.8–8.2 for 14, 7.5–13.9 against 8.8–9.6 for 4 f64 channels and 8.8–15.3
@@ -869,7 +882,8 @@ fn joined(kernel: Kernel, join: Join) -> Kernel {
     }
 }
 
-/// [`split_tile_loop`] for strips whose runs join ([`joins_runs`]), `b` cut into strips of
+/// [`split_tile_loop`] for strips whose runs join (a transpose's `b` cut into strips,
+/// [`joins_runs`]; an unzip's `long` cut into chunks, [`joins_strips`]), `b` cut into strips of
 /// `strip` elements: the first strip stores the heads of its runs and lends each the line it
 /// ends in (`extension` elements more); the strips after it leave their heads to the strip
 /// before and lend their tails on, as far as the next strip has the elements to lend (the

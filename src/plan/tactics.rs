@@ -691,7 +691,10 @@ impl Blocking {
     /// already fill whole destination lines, so the tiles go straight out across the source
     /// rows ([`Blocking::STREAMED_TILES`]; in place for 1- and 2-byte elements) and skip the
     /// staging buffer, whose bursts of streaming stores otherwise wait between the bursts of
-    /// loads. On a 2-core AMD EPYC (Zen 3) VM (ratios to memcpy, ten rounds interleaved with
+    /// loads. Rows shorter than a line that lie end to end are staged and streamed as one run
+    /// instead, for elements of 2 bytes and more that move as they are (see
+    /// [`BlockWrite::StreamedTiles`]); the Zen 3 figures below were of staged rows streamed one
+    /// by one. On a 2-core AMD EPYC (Zen 3) VM (ratios to memcpy, ten rounds interleaved with
     /// it, the staged blocking fitted before against this one): 32 images of 64 × 56² into
     /// NCHW16c f32 0.50 against 0.84, f64 0.71 against 1.15, u16 0.29 against 0.73; into
     /// NCHW8c f32 0.60 against 1.03, f64 0.59 against 0.91; NCHW4c f64 0.37 against 0.93;

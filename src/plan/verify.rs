@@ -331,7 +331,8 @@ fn joined(plan: &Plan, run: usize, join: Join) -> RegionCheck {
             Err((
                 Rule::JoinedRun,
                 format!(
-                    "runs of {run} elements of {size} bytes, extended by {extension}, with {line}-byte lines"
+                    "runs of {run} elements of {size} bytes, extended by {extension}, \
+                     with {line}-byte lines"
                 ),
             ))
         }

@@ -395,15 +395,26 @@ impl Rows {
     /// (Zen 4) VM (three alternating untuned suite runs of each build), no gain.
     fn merged(self) -> Rows {
         let row = self.row_bytes as isize;
-        let short = self.row_bytes < LINE_BYTES;
-        if short && self.rows > 1 && self.src_stride == row && self.dst_stride == row {
-            Rows {
-                rows: 1,
-                row_bytes: self.rows * self.row_bytes,
-                ..self
-            }
-        } else {
-            self
+        if !merges_rows_of(self.row_bytes) || self.src_stride != row {
+            return self;
+        }
+        let (rows, row_bytes) = merged_rows(self.rows as i64, row as i64, self.dst_stride as i64);
+        let row_bytes = row_bytes as usize;
+        // One row: its strides are its length, so that whole lines take the fast loop.
+        Rows {
+            rows: rows as usize,
+            row_bytes,
+            src_stride: if rows == 1 {
+                row_bytes as isize
+            } else {
+                self.src_stride
+            },
+            dst_stride: if rows == 1 {
+                row_bytes as isize
+            } else {
+                self.dst_stride
+            },
+            ..self
         }
     }
 
@@ -512,6 +523,12 @@ unsafe extern "C" fn rows_routine<J: RowsJob>(
 /// Bytes of a cache line: this routine streams whole lines only.
 const LINE_BYTES: usize = crate::target::HOST_LINE_BYTES;
 
+/// Whether the streaming routines take rows of `row_bytes` that lie end to end on both sides as
+/// one row ([`Rows::merged`]): rows shorter than a line.
+pub(crate) const fn merges_rows_of(row_bytes: usize) -> bool {
+    row_bytes < LINE_BYTES
+}
+
 /// Bytes of the pieces of a long row that [`stream_lines`] reads side by side: a page, the reach
 /// of the hardware prefetchers, which follow a stream only within its page.
 const PIECE_BYTES: usize = 4096;
@@ -530,7 +547,9 @@ pub(crate) const CHUNK_BYTES: usize = 256;
 /// [`Streamer::rows`]'s loop: rows of whole, aligned cache lines through [`stream_lines`],
 /// nothing but loads and streaming stores (they have no heads or tails to leave or lend), any
 /// other row through [`copy_row`], after the lines all the rows store in part are asked for
-/// ([`prefetch_stored_lines`]); before each row, if `ASKS`, its share of `ahead`'s rows.
+/// ([`prefetch_stored_lines`]); before each row, if `ASKS`, its share of `ahead`'s rows. Rows
+/// that are not joined go first through [`Rows::merged`]: short rows end to end on both sides
+/// are one row (and ask for all of `ahead`'s rows before it).
 ///
 /// # Safety
 /// As [`StreamRows`]; `S`'s features must be enabled where this is inlined.
