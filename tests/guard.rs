@@ -365,9 +365,27 @@ fn one_element() {
     check_all(&ones, &Layout::col_major(&[1, 1, 1]).unwrap());
 }
 
+/// Whether each join that `pick` finds in a region's kernel of `plan` joins its head and its
+/// tail.
+fn joined_ends(
+    plan: &relayout::plan::Plan,
+    pick: impl Fn(relayout::plan::Kernel) -> Option<relayout::plan::Join>,
+) -> Vec<(bool, bool)> {
+    use relayout::plan::{RunHead, RunTail};
+    let ends = |join: relayout::plan::Join| {
+        let tail = matches!(join.tail, RunTail::Joined { .. });
+        (join.head == RunHead::Joined, tail)
+    };
+    plan.regions()
+        .iter()
+        .filter_map(|r| pick(r.kernel))
+        .map(ends)
+        .collect()
+}
+
 #[test]
 fn joined_runs_of_rows_inside_lines() {
-    use relayout::plan::{Kernel, Plan, RunHead, RunTail, TransposeWrite};
+    use relayout::plan::{Kernel, Plan, TransposeWrite};
     // Transposes into destination rows that are not whole lines apart (R elements apart, R
     // not a multiple of a line), with `b` cut into strips and a rest of every kind: shorter
     // than the line a strip would lend it, longer, and one strip past the last lending one.
@@ -396,18 +414,15 @@ fn joined_runs_of_rows_inside_lines() {
                 let plan =
                     Plan::with_tactics(&src, &dst, elem_size, pin.tactics, pin.target).unwrap();
                 common::check_plan_moves_of(&plan, &src, &dst);
-                let mut joins = false;
-                for r in plan.regions() {
-                    if let Kernel::Transpose {
+                let ends = joined_ends(&plan, |kernel| match kernel {
+                    Kernel::Transpose {
                         write: TransposeWrite::Joined(join),
                         ..
-                    } = r.kernel
-                    {
-                        let tail = matches!(join.tail, RunTail::Joined { .. });
-                        seen.insert((k, elem_size, join.head == RunHead::Joined, tail));
-                        joins |= join.head == RunHead::Joined || tail;
-                    }
-                }
+                    } => Some(join),
+                    _ => None,
+                });
+                seen.extend(ends.iter().map(|&(head, tail)| (k, elem_size, head, tail)));
+                let joins = ends.iter().any(|&(head, tail)| head || tail);
                 // `relayout plan` says so.
                 assert_eq!(plan.to_string().contains(", joined: each"), joins, "{plan}");
                 for threads in [1, 2] {
@@ -437,7 +452,7 @@ fn joined_runs_of_rows_inside_lines() {
 
 #[test]
 fn joined_unzips_into_strips_inside_lines() {
-    use relayout::plan::{Kernel, Plan, RunHead, RunTail, UnzipWrite};
+    use relayout::plan::{Kernel, Plan, UnzipWrite};
     // Unzips of 2 to 7 interleaved strips (8-byte elements of more than 3 are transposed,
     // joined as `joined_runs_of_rows_inside_lines` checks) into planes that are not whole lines
     // apart (P elements apart, P odd), long enough to be cut into chunks, with a rest past the
@@ -454,18 +469,15 @@ fn joined_unzips_into_strips_inside_lines() {
                 let plan =
                     Plan::with_tactics(&src, &dst, elem_size, pin.tactics, pin.target).unwrap();
                 common::check_plan_moves_of(&plan, &src, &dst);
-                let mut joins = false;
-                for r in plan.regions() {
-                    if let Kernel::Unzip {
+                let ends = joined_ends(&plan, |kernel| match kernel {
+                    Kernel::Unzip {
                         write: UnzipWrite::JoinedStrips(join),
                         ..
-                    } = r.kernel
-                    {
-                        let tail = matches!(join.tail, RunTail::Joined { .. });
-                        seen.insert((elem_size, join.head == RunHead::Joined, tail));
-                        joins |= join.head == RunHead::Joined || tail;
-                    }
-                }
+                    } => Some(join),
+                    _ => None,
+                });
+                seen.extend(ends.iter().map(|&(head, tail)| (elem_size, head, tail)));
+                let joins = ends.iter().any(|&(head, tail)| head || tail);
                 // `relayout plan` says so (8-byte elements of more than 3 strips are joined
                 // transposes).
                 let says = plan.to_string().contains(", joined: each");
