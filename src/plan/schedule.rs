@@ -779,18 +779,18 @@ fn block_transpose(
 }
 
 /// Whether a transpose block's destination rows (one per step of `a`, each `b` long) are shorter
-/// than a cache line and lie end to end, so that together they are whole lines: NCHW → NHWC with
-/// 8 f32 channels (rows of 32 bytes). Where the blocking streams tiles
-/// ([`BlockWrite::StreamedTiles`]), such blocks of 2-byte elements and wider that move as they
-/// are (a converting plan's rows leave the stage one by one) are staged and streamed out
-/// instead, as one run (the streaming routine takes such rows as one). On a 2-core AMD EPYC (Zen 4) VM, NCHW → NHWC of 224² images (`relayout bench
-/// --candidates`, two runs) moved 12.5–15.8 GB/s staged against 7.5–7.9 with streamed tiles
-/// for 8 f32 channels, 8.3–12.5 against 8.4–8.7 for 10, 9.2–12.8 against 7.3–7.9 for 12,
-/// 8.5–13.2 against 7.8–8.2 for 14, 7.5–13.9 against 8.8–9.6 for 4 f64 channels and 8.8–15.3
-/// against 8.1–8.3 for 6, 11.9–12.7 against 9.2–9.5 for 16 u16 channels (stored in place) and
-/// 9.2–11.1 against 8.6–9.0 for 24; 1-byte elements stay in place (32 u8 channels: 6.0–6.2
-/// against 6.7–7.0). Rows with gaps would go out one by one: 8 f32 channels 48 bytes apart ran
-/// at 4.8 staged against 6.0.
+/// than a cache line and lie end to end, so that together they are whole lines: NCHW → NHWC with 8
+/// f32 channels (rows of 32 bytes). Where the blocking streams tiles
+/// ([`BlockWrite::StreamedTiles`]), such blocks of 2-byte elements and wider that move as they are
+/// (a converting plan's rows leave the stage one by one) are staged and streamed out instead, as
+/// one run (the streaming routine takes such rows as one). On a 2-core AMD EPYC (Zen 4) VM, NCHW →
+/// NHWC of 224² images (`relayout bench --candidates`, two runs) moved 12.5–15.8 GB/s staged
+/// against 7.5–7.9 with streamed tiles for 8 f32 channels, 8.3–12.5 against 8.4–8.7 for 10,
+/// 9.2–12.8 against 7.3–7.9 for 12, 8.5–13.2 against 7.8–8.2 for 14, 7.5–13.9 against 8.8–9.6 for 4
+/// f64 channels and 8.8–15.3 against 8.1–8.3 for 6, 11.9–12.7 against 9.2–9.5 for 16 u16 channels
+/// (stored in place) and 9.2–11.1 against 8.6–9.0 for 24; 1-byte elements stay in place (32 u8
+/// channels: 6.0–6.2 against 6.7–7.0). Rows with gaps would go out one by one: 8 f32 channels 48
+/// bytes apart ran at 4.8 staged against 6.0.
 fn short_rows_end_to_end(a: Loop, b: Loop, cx: Context) -> bool {
     let size = cx.dst_elem_size as i64;
     a.dst_stride == b.extent as i64 && a.dst_stride * size < cx.target.line_bytes as i64
