@@ -847,12 +847,8 @@ impl Relayout {
     /// # Ok::<(), relayout::Error>(())
     /// ```
     pub fn blocking(&self) -> Option<BlockingSummary> {
-        match &self.kernels {
-            Kernels::One(c) => Some(BlockingSummary::of(c.tactics, &c.plan)),
-            Kernels::Tuned(tuner, _) => tuner
-                .chosen()
-                .map(|c| BlockingSummary::of(c.tactics, &c.plan)),
-        }
+        // Once tuning has chosen, the plan in use is the chosen one's.
+        self.tactics().map(|t| BlockingSummary::of(t, self.plan()))
     }
 
     /// Whether this handle came from the kernel cache rather than a fresh compilation.

@@ -399,21 +399,16 @@ impl Rows {
             return self;
         }
         let (rows, row_bytes) = merged_rows(self.rows as i64, row as i64, self.dst_stride as i64);
-        let row_bytes = row_bytes as usize;
+        if rows as usize == self.rows {
+            return self;
+        }
         // One row: its strides are its length, so that whole lines take the fast loop.
+        let row_bytes = row_bytes as usize;
         Rows {
-            rows: rows as usize,
+            rows: 1,
             row_bytes,
-            src_stride: if rows == 1 {
-                row_bytes as isize
-            } else {
-                self.src_stride
-            },
-            dst_stride: if rows == 1 {
-                row_bytes as isize
-            } else {
-                self.dst_stride
-            },
+            src_stride: row_bytes as isize,
+            dst_stride: row_bytes as isize,
             ..self
         }
     }
